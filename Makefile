@@ -1,0 +1,28 @@
+# Two commands do all the set-up: `make demo` runs the main job, `make test`
+# runs the test suite. Both create and reuse a virtual environment in .venv,
+# installed from this project's own setup.py.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+DATA_DIR ?= ../shared/data
+DEMO_OUTPUT ?= demo_output
+export TF_CPP_MIN_LOG_LEVEL ?= 2
+
+.PHONY: demo test install clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV)/bin/python -m pip install --quiet -e ".[test]"
+	touch $@
+
+demo: $(VENV)/.installed
+	$(VENV)/bin/python -m demo --data_dir=$(DATA_DIR) --output_dir=$(DEMO_OUTPUT)
+
+test: $(VENV)/.installed
+	$(VENV)/bin/python -m pytest tests
+
+clean:
+	rm -rf $(VENV) $(DEMO_OUTPUT) *.egg-info

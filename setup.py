@@ -1,0 +1,40 @@
+"""Installs tfnlp: the library (`tfnlp`), the Beam jobs (`pipelines`) and the
+training entry points (`trainer`)."""
+
+import setuptools
+
+INSTALL_REQUIRES = [
+    "tensorflow~=2.21.0",
+    "tensorflow-text~=2.21.0",
+    "keras>=3.10,<4",
+    "keras-hub>=0.32,<1",
+    "apache-beam>=2.77,<3",
+    "tensorboard~=2.21.0",
+    "sacrebleu>=2.6,<3",
+    "safetensors>=0.8,<1",
+    "numpy>=1.26,<3",
+]
+
+TEST_REQUIRES = [
+    "pytest>=9,<10",
+    # Reference tokenizer for the parity tests and benchmarks.
+    "tokenizers>=0.23,<1",
+]
+
+setuptools.setup(
+    name="tfnlp",
+    version="0.1.0",
+    description=(
+        "Keras/TensorFlow NLP: Beam preprocessing, attention layers, BERT and "
+        "translation models, tf.distribute training and SavedModel export."
+    ),
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    python_requires=">=3.11,<3.12",
+    packages=setuptools.find_packages(
+        include=["tfnlp", "tfnlp.*", "pipelines", "pipelines.*", "trainer", "trainer.*"]
+    ),
+    install_requires=INSTALL_REQUIRES,
+    extras_require={"test": TEST_REQUIRES},
+)

@@ -1,0 +1,6 @@
+"""Keras layers written with `keras.ops`, so they run on any Keras backend."""
+
+from tfnlp.layers.masking import causal_mask, masked_softmax
+from tfnlp.layers.position_embedding import PositionEmbedding
+from tfnlp.layers.scaled_dot_product_attention import scaled_dot_product_attention
+from tfnlp.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
