@@ -1,6 +1,10 @@
 """Keras layers written with `keras.ops`, so they run on any Keras backend."""
 
+from tfnlp.layers.activations import get_activation
 from tfnlp.layers.masking import causal_mask, masked_softmax
+from tfnlp.layers.multi_head_attention import MultiHeadAttention
 from tfnlp.layers.position_embedding import PositionEmbedding
 from tfnlp.layers.scaled_dot_product_attention import scaled_dot_product_attention
 from tfnlp.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
+from tfnlp.layers.transformer_decoder_block import TransformerDecoderBlock
+from tfnlp.layers.transformer_encoder_block import TransformerEncoderBlock
