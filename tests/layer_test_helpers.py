@@ -58,7 +58,9 @@ def check_layer(
         layer: an unbuilt layer instance.
         inputs: dict from call-argument name to a numpy array; the arrays are
             passed as keyword arguments and become `keras.Input`s (with a free
-            batch dimension) for the save/load check.
+            batch dimension) for the save/load check. An argument that takes
+            a list of tensors (such as ScalarMix's `layer_outputs`) may map
+            to a list of numpy arrays.
         call_options: dict of non-tensor keyword arguments for every call,
             such as `{"return_attention_scores": True}`.
         expected_output_shape: the shape of the first output, if given.
@@ -96,19 +98,42 @@ def _check_config_round_trip(layer, inputs, call_options, outputs):
     assert_allclose_nested(clone(**inputs, **call_options), outputs)
 
 
+def _to_tensors(inputs):
+    """tf.constant of each array (or of each array in a list) of `inputs`."""
+    return {
+        name: [tf.constant(array) for array in value]
+        if isinstance(value, (list, tuple))
+        else tf.constant(value)
+        for name, value in inputs.items()
+    }
+
+
 def _check_keras_save_and_load(layer, inputs, call_options, outputs):
-    symbolic_inputs = {
-        name: keras.Input(
+    # The model takes a flat dict of named inputs; a list argument `name`
+    # becomes the inputs `name_0`, `name_1`, ...
+    model_inputs, model_arrays, call_arguments = {}, {}, {}
+
+    def symbolic_input(name, array):
+        model_arrays[name] = array
+        model_inputs[name] = keras.Input(
             shape=array.shape[1:], dtype=str(array.dtype), name=name
         )
-        for name, array in inputs.items()
-    }
-    model = keras.Model(symbolic_inputs, layer(**symbolic_inputs, **call_options))
+        return model_inputs[name]
+
+    for name, value in inputs.items():
+        if isinstance(value, (list, tuple)):
+            call_arguments[name] = [
+                symbolic_input(f"{name}_{index}", array)
+                for index, array in enumerate(value)
+            ]
+        else:
+            call_arguments[name] = symbolic_input(name, value)
+    model = keras.Model(model_inputs, layer(**call_arguments, **call_options))
     with tempfile.TemporaryDirectory() as directory:
         path = os.path.join(directory, "model.keras")
         model.save(path)
         loaded = keras.saving.load_model(path)
-    assert_allclose_nested(loaded(inputs), outputs)
+    assert_allclose_nested(loaded(model_arrays), outputs)
 
 
 def _float_leaves(structure):
@@ -122,7 +147,7 @@ def _float_leaves(structure):
 def assert_every_variable_gets_gradient(layer, inputs, call_options=None):
     """Asserts that each trainable variable gets a finite, non-zero gradient."""
     call_options = call_options or {}
-    tensors = {name: tf.constant(array) for name, array in inputs.items()}
+    tensors = _to_tensors(inputs)
     with tf.GradientTape() as tape:
         outputs = layer(**tensors, **call_options)
         # A random projection of every output, so no gradient cancels out.
@@ -145,7 +170,7 @@ def _check_xla_compiles(layer, inputs, call_options, outputs):
     def compiled(tensors):
         return layer(**tensors, **call_options)
 
-    tensors = {name: tf.constant(array) for name, array in inputs.items()}
+    tensors = _to_tensors(inputs)
     assert_allclose_nested(compiled(tensors), outputs, atol=1e-4, rtol=1e-4)
 
 

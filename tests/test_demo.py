@@ -1,0 +1,27 @@
+"""The main job (`make demo`) on a few hundred real Multi30k pairs."""
+
+import json
+import os
+
+import pytest
+
+from demo.__main__ import main
+
+DATA_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
+
+
+def test_demo_trains_decodes_with_cache_and_reloads(tmp_path):
+    summary = main([
+        f"--data_dir={DATA_DIR}", f"--output_dir={tmp_path}",
+        "--train_pairs=300", "--eval_pairs=8", "--epochs=2", "--batch_size=32",
+    ])
+    assert summary["cached_decoding_matches_full"]
+    assert summary["reloaded_model_matches"]
+    assert summary["loss_per_epoch"][1] < summary["loss_per_epoch"][0]
+    assert json.loads((tmp_path / "summary.json").read_text())["train_pairs"] == 300
+    assert os.listdir(tmp_path / "tensorboard")
+
+
+def test_demo_without_the_data_says_where_to_point_it(tmp_path):
+    with pytest.raises(SystemExit, match="--data_dir"):
+        main([f"--data_dir={tmp_path}", f"--output_dir={tmp_path}"])
