@@ -7,12 +7,10 @@ import pytest
 
 from demo.__main__ import main
 
-DATA_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
 
-
-def test_demo_trains_decodes_with_cache_and_reloads(tmp_path):
+def test_demo_trains_decodes_with_cache_and_reloads(tmp_path, shared_data_dir):
     summary = main([
-        f"--data_dir={DATA_DIR}", f"--output_dir={tmp_path}",
+        f"--data_dir={shared_data_dir}", f"--output_dir={tmp_path}",
         "--train_pairs=300", "--eval_pairs=8", "--epochs=2", "--batch_size=32",
     ])
     assert summary["cached_decoding_matches_full"]
