@@ -39,6 +39,18 @@ def assert_allclose_nested(actual, expected, atol=TOLERANCE, rtol=TOLERANCE):
         )
 
 
+def to_numpy(tensor):
+    return keras.ops.convert_to_numpy(tensor)
+
+
+def reference_masked_softmax(scores, mask):
+    """Numpy softmax over the last axis of (batch, Tq, Ts) scores, with a
+    (batch, Ts) memory mask; masked positions get weight 0."""
+    scores = np.where(mask[:, None, :], scores, -np.inf)
+    exponentials = np.exp(scores - scores.max(-1, keepdims=True))
+    return exponentials / exponentials.sum(-1, keepdims=True)
+
+
 def random_inputs(shape, seed=0, dtype="float32"):
     return np.random.default_rng(seed).normal(size=shape).astype(dtype)
 

@@ -8,6 +8,8 @@ from tests.layer_test_helpers import (
     assert_changes_do_not_leak,
     check_layer,
     random_inputs,
+    reference_masked_softmax,
+    to_numpy,
 )
 from tfnlp.layers.luong_attention import LuongAttention
 
@@ -37,17 +39,6 @@ def make_inputs(score, query_rank=3):
         "values": random_inputs((BATCH, SOURCE_LENGTH, VALUE_UNITS), seed=2),
         "mask": mask,
     }
-
-
-def to_numpy(tensor):
-    return keras.ops.convert_to_numpy(tensor)
-
-
-def reference_softmax(scores, mask):
-    """Softmax over the last axis of (batch, Tq, Ts) with a (batch, Ts) mask."""
-    scores = np.where(mask[:, None, :], scores, -np.inf)
-    exponentials = np.exp(scores - scores.max(-1, keepdims=True))
-    return exponentials / exponentials.sum(-1, keepdims=True)
 
 
 def reference_scores(layer, query, values):
@@ -102,7 +93,7 @@ def test_matches_numpy_reference_of_the_score_formula(score, scale):
         layer.scale_weight.assign(1.7)
     context, attention_weights = layer(**inputs)
 
-    expected_weights = reference_softmax(
+    expected_weights = reference_masked_softmax(
         reference_scores(layer, inputs["query"], inputs["values"]),
         inputs["mask"],
     )

@@ -6,11 +6,11 @@ import numbers
 import keras
 from keras import ops
 
-from tfnlp.layers.masking import masked_softmax
+from tfnlp.layers.global_attention import GlobalAttention
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class BahdanauAttention(keras.layers.Layer):
+class BahdanauAttention(GlobalAttention):
     """Additive attention of a decoder state over encoder outputs.
 
     Each decoder state h_t (the query) is compared with every encoder output
@@ -131,7 +131,7 @@ class BahdanauAttention(keras.layers.Layer):
                 name="bias", shape=(self.units,), initializer="zeros"
             )
 
-    def _attention_scores(self, query, values):
+    def attention_scores(self, query, values):
         """Scores of shape `(batch, query_length, source_length)`."""
         projected_query = ops.matmul(query, self.query_kernel)
         projected_values = ops.matmul(values, self.value_kernel)
@@ -147,33 +147,6 @@ class BahdanauAttention(keras.layers.Layer):
                 * ops.rsqrt(ops.sum(ops.square(attention_vector)))
             )
         return ops.sum(ops.tanh(hidden) * attention_vector, axis=-1)
-
-    def call(self, query, values, mask=None):
-        single_step = len(query.shape) == 2
-        if single_step:
-            query = ops.expand_dims(query, 1)
-        scores = self._attention_scores(query, values)
-        if mask is not None:
-            mask = ops.expand_dims(ops.cast(mask, "bool"), 1)
-        attention_weights = masked_softmax(scores, mask, axis=-1)
-        context = ops.matmul(attention_weights, values)
-        if single_step:
-            context = ops.squeeze(context, 1)
-            attention_weights = ops.squeeze(attention_weights, 1)
-        return context, attention_weights
-
-    def compute_output_shape(self, query_shape, values_shape):
-        leading = tuple(query_shape[:-1])
-        context_shape = leading + (values_shape[-1],)
-        attention_weights_shape = leading + (values_shape[-2],)
-        return context_shape, attention_weights_shape
-
-    def compute_mask(self, inputs, previous_mask=None):
-        # The memory mask is used up here: the outputs are indexed by query
-        # position, so no mask is passed on. Defining this method also marks
-        # the layer as supporting masks, so Keras does not warn on every call
-        # that the mask was dropped.
-        return None
 
     def get_config(self):
         config = super().get_config()
