@@ -21,7 +21,10 @@ class TransformerDecoderBlock(TransformerBlock):
     For incremental decoding pass `self_attention_cache` (and, with an
     encoder, a precomputed `cross_attention_cache`): the outputs for the new
     positions equal those of the full causal pass. The sublayers and
-    variables are laid out like `keras_hub.layers.TransformerDecoder`.
+    variables are laid out like `keras_hub.layers.TransformerDecoder`, whose
+    weights load with `set_weights` and then give the same outputs. As with
+    the encoder block, masks are passed explicitly rather than read from
+    Keras masks attached to the inputs, and pre-LN is `norm_first`.
 
     Args:
         num_heads: number of attention heads; must divide the hidden size.

@@ -18,7 +18,11 @@ class TransformerEncoderBlock(TransformerBlock):
 
     The sublayers and variables are laid out like
     `keras_hub.layers.TransformerEncoder`, so its weights load with
-    `set_weights`.
+    `set_weights` and the outputs then agree. Differences from it: the
+    padding mask is always passed explicitly (keras-hub also reads a Keras
+    mask attached to `inputs`); pre-LN is `norm_first` (keras-hub:
+    `normalize_first`); activations are plain strings, with
+    "gelu_approximate" for the tanh form.
 
     Args:
         num_heads: number of attention heads; must divide the hidden size.
