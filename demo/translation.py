@@ -197,6 +197,7 @@ def run(data, args):
     history = model.fit(
         make_dataset(source, target, args.batch_size, args.seed),
         epochs=args.epochs,
+        shuffle=False,  # the dataset shuffles itself, seeded
         verbose=2,
         callbacks=[keras.callbacks.TensorBoard(os.path.join(args.output_dir, "tensorboard"))],
     )
