@@ -19,6 +19,8 @@ TEST_REQUIRES = [
     "pytest>=9,<10",
     # Reference tokenizer for the parity tests and benchmarks.
     "tokenizers>=0.23,<1",
+    # The layers are written with keras.ops; tests run them on JAX too.
+    "jax>=0.4.30",
 ]
 
 setuptools.setup(

@@ -1,0 +1,34 @@
+"""The layers are written with keras.ops: JAX must compute what TensorFlow does."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from tests.conftest import REPOSITORY
+
+
+def outputs_on(backend, directory):
+    path = directory / f"{backend}.npz"
+    environment = dict(os.environ, KERAS_BACKEND=backend)
+    subprocess.run(
+        [sys.executable, "-m", "tests.backend_outputs", str(path)],
+        cwd=REPOSITORY, env=environment, check=True, capture_output=True,
+    )
+    return np.load(path)
+
+
+def test_every_layer_gives_the_same_outputs_on_jax_and_tensorflow(tmp_path):
+    tensorflow_outputs = outputs_on("tensorflow", tmp_path)
+    jax_outputs = outputs_on("jax", tmp_path)
+    assert str(jax_outputs["backend"]) == "jax"
+    assert str(tensorflow_outputs["backend"]) == "tensorflow"
+    names = sorted(set(tensorflow_outputs.files) - {"backend"})
+    assert names == sorted(set(jax_outputs.files) - {"backend"})
+    assert len(names) > 12
+    for name in names:
+        np.testing.assert_allclose(
+            jax_outputs[name], tensorflow_outputs[name], atol=2e-5, rtol=2e-5,
+            err_msg=name,
+        )
