@@ -1,6 +1,11 @@
 import numpy as np
+import tensorflow as tf
 
-from tests.layer_test_helpers import assert_changes_do_not_leak, random_inputs
+from tests.layer_test_helpers import (
+    assert_allclose_nested,
+    assert_changes_do_not_leak,
+    random_inputs,
+)
 from tfnlp.layers import scaled_dot_product_attention
 
 
@@ -59,3 +64,15 @@ def test_query_with_every_key_masked_gets_zero_weights_not_nan():
     assert np.all(np.asarray(weights)[0, 1] == 0.0)
     assert np.all(np.asarray(outputs)[0, 1] == 0.0)
     assert np.all(np.isfinite(np.asarray(outputs)))
+
+
+def test_compiles_with_xla_and_agrees_with_eager():
+    query = random_inputs((2, 4, 8), seed=1)
+    key = random_inputs((2, 6, 8), seed=2)
+    value = random_inputs((2, 6, 8), seed=3)
+    mask = np.tril(np.ones((4, 6), bool))[None]
+    compiled = tf.function(scaled_dot_product_attention, jit_compile=True)
+    assert_allclose_nested(
+        compiled(query, key, value, mask),
+        scaled_dot_product_attention(query, key, value, mask),
+    )
