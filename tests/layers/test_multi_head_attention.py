@@ -60,14 +60,32 @@ def test_matches_keras_multi_head_attention_after_set_weights(case):
         num_heads=4, key_dim=4, output_shape=10
     )
     keras_twin(ours, reference, query, value, key)
-    kwargs = dict(
-        key=key,
-        attention_mask=mask,
-        use_causal_mask=causal,
-        return_attention_scores=True,
-    )
+    kwargs = dict(key=key, attention_mask=mask, use_causal_mask=causal)
+    # Keras takes a fused path without return_attention_scores and an
+    # explicit one with it; match both.
     assert_allclose_nested(
         ours(query, value, **kwargs), reference(query, value, **kwargs)
+    )
+    assert_allclose_nested(
+        ours(query, value, return_attention_scores=True, **kwargs),
+        reference(query, value, return_attention_scores=True, **kwargs),
+    )
+
+
+def test_query_that_sees_no_key_gets_zero_weights_as_keras_explicit_path():
+    query = random_inputs((BATCH, TARGET, FEATURES))
+    lengths = padding_mask([TARGET, 3], TARGET)
+    mask = lengths[:, :, None] & lengths[:, None, :]  # rows 3.. see nothing
+    ours = MultiHeadAttention(num_heads=2, key_dim=8)
+    reference = keras.layers.MultiHeadAttention(num_heads=2, key_dim=8)
+    keras_twin(ours, reference, query, query)
+    ours_outputs, ours_scores = ours(
+        query, query, attention_mask=mask, return_attention_scores=True
+    )
+    assert np.all(np.asarray(ours_scores)[1, :, 3:] == 0.0)
+    assert_allclose_nested(
+        (ours_outputs, ours_scores),
+        reference(query, query, attention_mask=mask, return_attention_scores=True),
     )
 
 

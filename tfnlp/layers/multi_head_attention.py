@@ -17,7 +17,10 @@ class MultiHeadAttention(keras.layers.Layer):
     `(batch, length, features)` inputs: the same sublayers (`query`, `key`,
     `value`, `attention_output` `EinsumDense`s), the same variables in the
     same order and shapes, so `layer.set_weights(keras_layer.get_weights())`
-    reproduces its outputs. tfnlp has its own layer (rather than subclassing
+    reproduces its outputs. One degenerate case differs: a query row whose
+    every key is masked gets all-zero attention weights here (as in Keras'
+    explicit path, taken with `return_attention_scores=True`), while Keras'
+    fused path (taken without it) gives such a row other weights. tfnlp has its own layer (rather than subclassing
     Keras') to add a key/value cache for incremental decoding, with the causal
     mask offset by the cache position, and to keep the masking rules of every
     tfnlp attention layer in one place (`tfnlp.layers.masking`).
