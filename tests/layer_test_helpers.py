@@ -201,3 +201,20 @@ def assert_changes_do_not_leak(function, inputs, name, positions, seed=7):
     perturbed[name] = inputs[name].copy()
     perturbed[name][positions] += noise
     assert_allclose_nested(function(perturbed), function(inputs))
+
+
+def assert_memory_mask_respected(layer, inputs, first_masked=3):
+    """For a `(query, values, mask)` attention layer whose inputs mask the
+    second example's memory from `first_masked` on: the masked positions get
+    exactly zero weight, the rest positive weights summing to one, and
+    changing the masked values never changes the outputs."""
+
+    def attend(tensors):
+        return layer(**tensors)
+
+    _, attention_weights = attend(inputs)
+    attention_weights = to_numpy(attention_weights)
+    assert np.all(attention_weights[1, ..., first_masked:] == 0.0)
+    assert np.all(attention_weights[1, ..., :first_masked] > 0.0)
+    np.testing.assert_allclose(attention_weights.sum(-1), 1.0, rtol=1e-6)
+    assert_changes_do_not_leak(attend, inputs, "values", np.s_[1, first_masked:])
