@@ -72,7 +72,8 @@ class BertTokenizer(keras.layers.Layer):
     """
 
     def __init__(self, vocab_file, lower_case=True, **kwargs):
-        super().__init__(trainable=False, **kwargs)
+        kwargs.setdefault("trainable", False)
+        super().__init__(**kwargs)
         self.vocab_file = str(vocab_file)
         self.lower_case = lower_case
         self.vocabulary = load_vocabulary(self.vocab_file)
