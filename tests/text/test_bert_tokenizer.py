@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from tests.text.reference_bert_tokenizer import is_cjk_ideograph, is_punctuation
 from tfnlp.text import BertTokenizer
 
 UNCASED = "vocab/bert-base-uncased-vocab.txt"
@@ -178,27 +179,10 @@ def test_every_code_point_splits_as_in_the_original():
         character = chr(code_point)
         if character.isspace():
             expected = 2
-        elif is_original_punctuation(code_point) or is_cjk(code_point):
+        elif is_punctuation(character) or is_cjk_ideograph(character):
             expected = 3
         else:
             expected = 1 if character != "b" else 3  # "a" "##b" "##b"
         if length != expected:
             mismatches.append(hex(code_point))
     assert mismatches == []
-
-
-def is_original_punctuation(code_point):
-    return (
-        33 <= code_point <= 47 or 58 <= code_point <= 64
-        or 91 <= code_point <= 96 or 123 <= code_point <= 126
-        or unicodedata.category(chr(code_point)).startswith("P")
-    )
-
-
-CJK_RANGES = [(0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF),
-              (0x2A700, 0x2B73F), (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF),
-              (0xF900, 0xFAFF), (0x2F800, 0x2FA1F)]
-
-
-def is_cjk(code_point):
-    return any(low <= code_point <= high for low, high in CJK_RANGES)

@@ -1,0 +1,125 @@
+"""tfnlp's tokenizer against the original algorithm and Hugging Face, on real
+text and on every code point."""
+
+import unicodedata
+
+import pytest
+import tensorflow as tf
+from tokenizers import BertWordPieceTokenizer
+
+from tests.text.reference_bert_tokenizer import ReferenceBertTokenizer, clean_text
+from tfnlp.text import BertTokenizer
+from tfnlp.text.normalization import normalize
+
+VOCABULARIES = {
+    "uncased": ("vocab/bert-base-uncased-vocab.txt", True),
+    "cased": ("vocab/bert-base-cased-vocab.txt", False),
+}
+TEXTS = ["mono/wikitext-2-test.txt", "mono/gutenberg-16-books.txt"]
+
+
+def read_lines(path):
+    with open(path, encoding="utf-8") as file:
+        return file.read().split("\n")
+
+
+@pytest.mark.parametrize("text", TEXTS)
+@pytest.mark.parametrize("vocabulary", sorted(VOCABULARIES))
+def test_every_line_of_real_text_gives_the_ids_of_the_original(
+    shared_data_dir, text, vocabulary
+):
+    vocab_file, lower_case = VOCABULARIES[vocabulary]
+    reference = ReferenceBertTokenizer(shared_data_dir / vocab_file, lower_case)
+    tokenizer = BertTokenizer(shared_data_dir / vocab_file, lower_case=lower_case)
+    lines = read_lines(shared_data_dir / text)
+    ours = tokenizer.tokenize(tf.constant(lines)).to_list()
+    different = [
+        index for index, line in enumerate(lines)
+        if ours[index] != reference.tokenize_to_ids(line)
+    ]
+    assert len(lines) > 2000
+    assert different == [], f"{len(different)} lines differ, first: {different[:5]}"
+
+
+def test_normalization_of_every_code_point_matches_the_original():
+    """Cleaning, lower-casing and accent stripping, one code point at a time
+    between two letters, against the reference's basic tokenization. Code
+    points unassigned in Python's Unicode database are left out: ICU in
+    tensorflow-text knows newer Unicode."""
+    characters = [
+        chr(c) for c in range(0x110000)
+        if not 0xD800 <= c <= 0xDFFF and unicodedata.category(chr(c)) != "Cn"
+    ]
+    strings = ["x" + character + "y" for character in characters]
+    for lower_case in (True, False):
+        ours = normalize(tf.constant(strings), lower_case).numpy()
+        reference = ReferenceBertTokenizer.__new__(ReferenceBertTokenizer)
+        reference.lower_case = lower_case
+        mismatches = [
+            hex(ord(character))
+            for character, string, normalized in zip(characters, strings, ours)
+            if reference.basic_tokenize(normalized.decode("utf-8"))
+            != reference.basic_tokenize(string)
+        ]
+        assert mismatches == [], f"lower_case={lower_case}: {mismatches[:20]}"
+
+
+def test_final_sigma_and_control_order_follow_python():
+    tokenizer = ReferenceBertTokenizer.__new__(ReferenceBertTokenizer)
+    tokenizer.lower_case = True
+    for text in ["ΟΔΟΣ", "ΟΔΟΣ.", "ΟΔΟΣΑ", "ΟΔΟΣ\x00Α", "Σ", "ΑΣ'Α", "ΑΣ\u00adΑ"]:
+        ours = normalize(tf.constant([text]), lower_case=True).numpy()[0].decode()
+        assert tokenizer.basic_tokenize(ours) == tokenizer.basic_tokenize(text), text
+    assert clean_text("a\x00b") == "ab"
+
+
+@pytest.fixture(scope="module")
+def huggingface(shared_data_dir):
+    return BertWordPieceTokenizer(
+        str(shared_data_dir / VOCABULARIES["uncased"][0]), lowercase=True
+    )
+
+
+@pytest.fixture(scope="module")
+def uncased(shared_data_dir):
+    return BertTokenizer(shared_data_dir / VOCABULARIES["uncased"][0])
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_hugging_face_agrees_on_the_real_text(shared_data_dir, huggingface, uncased, text):
+    lines = read_lines(shared_data_dir / text)
+    ours = uncased.tokenize(tf.constant(lines)).to_list()
+    theirs = [
+        encoding.ids
+        for encoding in huggingface.encode_batch(lines, add_special_tokens=False)
+    ]
+    assert ours == theirs
+
+
+# Each kind of difference between Hugging Face `tokenizers` (BertWordPiece)
+# and the original algorithm that tfnlp follows, with an input that shows it.
+HUGGING_FACE_DIFFERENCES = {
+    # HF matches special-token strings typed in the text.
+    "literal [MASK] is a special token": "a [MASK] b",
+    # HF's WordPiece gives [UNK] for words over 100 characters, not 200.
+    "words over 100 characters": "ab" * 60,
+    # HF lower-cases one character at a time: final Σ becomes σ, not ς.
+    "Greek final sigma": "ΟΔΟΣ",
+    # HF's control characters are all C* categories: it drops private-use
+    # (Co) characters, which the original keeps (and maps to [UNK]).
+    "private-use characters are dropped": "x\ue000y",
+    # HF's CJK ranges start U+2B920 where the original's start U+2B820.
+    "CJK range U+2B820-U+2B91F": "x\U0002B820y",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(HUGGING_FACE_DIFFERENCES))
+def test_each_documented_hugging_face_difference(
+    shared_data_dir, huggingface, uncased, kind
+):
+    text = HUGGING_FACE_DIFFERENCES[kind]
+    reference = ReferenceBertTokenizer(shared_data_dir / VOCABULARIES["uncased"][0])
+    ours = uncased.tokenize(tf.constant([text])).to_list()[0]
+    theirs = huggingface.encode(text, add_special_tokens=False).ids
+    assert ours == reference.tokenize_to_ids(text)
+    assert ours != theirs
