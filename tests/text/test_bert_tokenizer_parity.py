@@ -45,31 +45,50 @@ def test_normalization_of_every_code_point_matches_the_original():
     """Cleaning, lower-casing and accent stripping, one code point at a time
     between two letters, against the reference's basic tokenization. Code
     points unassigned in Python's Unicode database are left out: ICU in
-    tensorflow-text knows newer Unicode."""
+    tensorflow-text knows newer Unicode, and Python's knows capitals that
+    tensorflow-text's ICU cannot lower-case yet (UNICODE_14_CAPITALS)."""
     characters = [
         chr(c) for c in range(0x110000)
         if not 0xD800 <= c <= 0xDFFF and unicodedata.category(chr(c)) != "Cn"
     ]
     strings = ["x" + character + "y" for character in characters]
+    # Splits our normalized text without normalizing it again.
+    splitter = reference_without_vocabulary(lower_case=False)
     for lower_case in (True, False):
         ours = normalize(tf.constant(strings), lower_case).numpy()
-        reference = ReferenceBertTokenizer.__new__(ReferenceBertTokenizer)
-        reference.lower_case = lower_case
+        reference = reference_without_vocabulary(lower_case)
         mismatches = [
             hex(ord(character))
             for character, string, normalized in zip(characters, strings, ours)
-            if reference.basic_tokenize(normalized.decode("utf-8"))
+            if splitter.basic_tokenize(normalized.decode("utf-8"))
             != reference.basic_tokenize(string)
+            and ord(character) not in UNICODE_14_CAPITALS
         ]
         assert mismatches == [], f"lower_case={lower_case}: {mismatches[:20]}"
 
 
+# Capital letters new in Unicode 14.0 (Python 3.11's database), which the
+# ICU inside tensorflow-text does not lower-case: Glagolitic caudate chrivi,
+# four Latin letters (old Polish o, closed insular g, middle Scots s,
+# sigmoid s) and the Vithkuqi capitals.
+UNICODE_14_CAPITALS = {0x2C2F, 0xA7C0, 0xA7D0, 0xA7D6, 0xA7D8} | set(
+    range(0x10570, 0x10596)
+)
+
+
+def reference_without_vocabulary(lower_case):
+    """The reference's basic tokenization only (it needs no vocabulary)."""
+    reference = ReferenceBertTokenizer.__new__(ReferenceBertTokenizer)
+    reference.lower_case = lower_case
+    return reference
+
+
 def test_final_sigma_and_control_order_follow_python():
-    tokenizer = ReferenceBertTokenizer.__new__(ReferenceBertTokenizer)
-    tokenizer.lower_case = True
+    splitter = reference_without_vocabulary(lower_case=False)
+    reference = reference_without_vocabulary(lower_case=True)
     for text in ["ΟΔΟΣ", "ΟΔΟΣ.", "ΟΔΟΣΑ", "ΟΔΟΣ\x00Α", "Σ", "ΑΣ'Α", "ΑΣ\u00adΑ"]:
         ours = normalize(tf.constant([text]), lower_case=True).numpy()[0].decode()
-        assert tokenizer.basic_tokenize(ours) == tokenizer.basic_tokenize(text), text
+        assert splitter.basic_tokenize(ours) == reference.basic_tokenize(text), text
     assert clean_text("a\x00b") == "ab"
 
 
