@@ -147,9 +147,8 @@ class BertTokenizer(keras.layers.Layer):
         return ids
 
     def _tokenize_batch(self, strings):
-        strings = normalization.normalize(strings, self.lower_case)
-        strings = normalization.replace_long_words(
-            strings, self._long_word_replacement
+        strings = normalization.normalize_for_wordpiece(
+            strings, self.lower_case, self._long_word_replacement
         )
         return self._wordpiece.tokenize(strings)
 

@@ -20,6 +20,10 @@ each as one vectorised TensorFlow op over a batch of strings:
   a word (a run of more than 200 characters without a space) take this
   slower path.
 
+`normalize_for_wordpiece` runs all of it, but lets lines of plain printable
+ASCII without long words skip straight to ASCII lower-casing, which gives
+them the same result at a fraction of the cost (most English text).
+
 tensorflow-text's own `FastBertNormalizer` is faster but maps some characters
 differently from the original ('…' to '...', a full-width comma to ',', the
 final sigma to σ), which would change token ids.
@@ -37,6 +41,12 @@ NON_SPACING_MARKS = r"\p{Mn}"
 # Over-approximates "a word of more than 200 characters": any run of more
 # than 200 characters without an ASCII whitespace.
 LONG_RUN = r"[^ \t\n\r]{%d}" % (MAX_CHARS_PER_WORD + 1)
+# Lines that normalization cannot change beyond ASCII lower-casing: tab,
+# newline, carriage return and printable ASCII, no word over 200 characters.
+SIMPLE_TEXT = r"[\t\n\r ]*(?:[!-~]{1,%d}[\t\n\r ]+)*(?:[!-~]{1,%d})?" % (
+    MAX_CHARS_PER_WORD,
+    MAX_CHARS_PER_WORD,
+)
 WHITESPACE = r"[\s\p{Zs}\x{2028}\x{2029}]"
 PUNCTUATION_OR_CJK = (
     r"[!-/:-@\[-`{-~\p{P}\x{4e00}-\x{9fff}\x{3400}-\x{4dbf}\x{20000}-\x{2a6df}"
@@ -95,3 +105,19 @@ def normalize(strings, lower_case):
     if lower_case:
         strings = lower_case_and_strip_accents(strings)
     return strings
+
+
+def normalize_for_wordpiece(strings, lower_case, long_word_replacement):
+    """`normalize` and `replace_long_words`, with a fast path for the lines
+    of plain ASCII (see SIMPLE_TEXT), where both reduce to ASCII
+    lower-casing (or nothing, without `lower_case`)."""
+    simple = tf.strings.regex_full_match(strings, SIMPLE_TEXT)
+    easy = tf.strings.lower(strings) if lower_case else strings
+
+    def with_hard_lines():
+        hard = tf.where(tf.logical_not(simple))
+        rest = tf.gather_nd(strings, hard)
+        rest = replace_long_words(normalize(rest, lower_case), long_word_replacement)
+        return tf.tensor_scatter_nd_update(easy, hard, rest)
+
+    return tf.cond(tf.reduce_all(simple), lambda: easy, with_hard_lines)
