@@ -1,0 +1,1 @@
+"""Apache Beam jobs that turn raw text into tfnlp's vocabulary and training data."""

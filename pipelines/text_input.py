@@ -1,0 +1,323 @@
+"""Reading raw text for tfnlp's Beam jobs, with every input line accounted for.
+
+`ReadTextLines` reads every line of every file that a list of globs matches
+(local paths, gs:// and any other Beam filesystem; .gz and .bz2 files are
+decompressed by extension) and yields the text of each usable line:
+
+- `input_format="text"`: each line is one record (BERT's format: one
+  sentence per line, a blank line between documents);
+- `input_format="jsonl"`: each line is a JSON object whose "text" field (a
+  string) is the record; any other field, such as an optional "id", is
+  ignored here.
+
+Lines are read as bytes and decoded as UTF-8 with `errors="replace"`, so an
+invalid byte becomes U+FFFD, which tfnlp's normalization then drops: the
+same text as the original BERT's `decode(errors="ignore")`. Lines with NUL
+bytes are kept too (normalization drops NUL). Neither kind of line is lost,
+but both are counted.
+
+Every line read is accounted for, both as Beam metrics (namespace "tfnlp",
+the names in `COUNTER_NAMES`) and in a one-element PCollection of counts that
+a job turns into its stats file with `input_accounting`:
+
+    lines_read == lines_used + sum(lines_skipped.values())
+
+where the skip reasons are "blank" (empty or whitespace-only text) and, for
+jsonl, "bad_json", "not_object" (valid JSON that is not an object),
+"missing_text" and "text_not_string". `lines_with_invalid_utf8` (invalid
+bytes, or a lone surrogate escape in JSON) and `lines_with_nul` count lines
+that were repaired, whatever their fate.
+
+Lines come out in no particular order, so that files are split and read in
+parallel; a job that needs line order (document boundaries) must read files
+otherwise, and can reuse `decode_line` and `parse_jsonl_record`.
+"""
+
+import json
+import os
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.transforms import window
+
+INPUT_FORMATS = ("text", "jsonl")
+METRICS_NAMESPACE = "tfnlp"
+SKIP_REASONS = ("blank", "bad_json", "not_object", "missing_text", "text_not_string")
+COUNTER_NAMES = (
+    "lines_read",
+    "lines_used",
+    *(f"lines_skipped_{reason}" for reason in SKIP_REASONS),
+    "lines_with_invalid_utf8",
+    "lines_with_nul",
+)
+
+
+def parse_patterns(value):
+    """The globs of a comma-separated `--input_file` value.
+
+    Args:
+        value: a string such as "a/*.txt,b/*.txt", or a list of strings.
+
+    Returns:
+        The non-empty globs, stripped of surrounding spaces, in order.
+    """
+    if isinstance(value, str):
+        value = value.split(",")
+    return [pattern.strip() for pattern in value if pattern.strip()]
+
+
+def match_input_files(patterns):
+    """The files matched by `patterns`, checked before any pipeline runs.
+
+    Args:
+        patterns: globs or paths on any Beam filesystem.
+
+    Returns:
+        The sorted, de-duplicated paths of the matched files (directories
+        that a local glob matches are left out). Empty files are kept.
+
+    Raises:
+        FileNotFoundError: no pattern was given, or one of them matches no
+            file; the message names that pattern.
+    """
+    if not patterns:
+        raise FileNotFoundError(
+            "No input file given: pass --input_file=GLOB[,GLOB...] naming the "
+            "text files to read."
+        )
+    files = set()
+    for pattern in patterns:
+        match_result = FileSystems.match([pattern])[0]
+        matched = [
+            metadata.path
+            for metadata in match_result.metadata_list
+            if not _is_local_directory(metadata.path)
+        ]
+        if not matched:
+            raise FileNotFoundError(
+                f"The input pattern {pattern!r} matches no file. Check the "
+                "path and the glob (quote it so that the shell does not expand "
+                "it), or remove it from --input_file."
+            )
+        files.update(matched)
+    return sorted(files)
+
+
+def _is_local_directory(path):
+    return "://" not in path and os.path.isdir(path)
+
+
+def decode_line(raw):
+    """Decodes one line read as bytes.
+
+    Args:
+        raw: the line's bytes, without its line end.
+
+    Returns:
+        `(text, has_invalid_utf8, has_nul)`: the text with each invalid byte
+        sequence replaced by U+FFFD, and whether the line had invalid UTF-8
+        or a NUL byte.
+    """
+    has_nul = b"\x00" in raw
+    try:
+        return raw.decode("utf-8"), False, has_nul
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", errors="replace"), True, has_nul
+
+
+def parse_jsonl_record(text):
+    """The "text" field of one JSON Lines record.
+
+    Args:
+        text: one decoded line.
+
+    Returns:
+        `(record_text, skip_reason)`: the string in "text" and None, or None
+        and the reason the line has no usable text ("bad_json",
+        "not_object", "missing_text" or "text_not_string"). A lone surrogate
+        escape in the string becomes U+FFFD (see `repair_surrogates`).
+    """
+    try:
+        # strict=False accepts raw control characters (NUL included) inside
+        # strings; normalization drops them later. A byte-order mark is
+        # not JSON, so it is removed first.
+        record = json.loads(text.lstrip("\ufeff"), strict=False)
+    except ValueError:
+        return None, "bad_json"
+    if not isinstance(record, dict):
+        return None, "not_object"
+    if "text" not in record:
+        return None, "missing_text"
+    if not isinstance(record["text"], str):
+        return None, "text_not_string"
+    return record["text"], None
+
+
+def repair_surrogates(text):
+    """`text` with each lone surrogate replaced by U+FFFD.
+
+    Args:
+        text: a string that may hold lone surrogates (from JSON escapes such
+            as "\\ud800"), which cannot be encoded as UTF-8.
+
+    Returns:
+        `(text, repaired)`: the text, and whether anything was replaced.
+    """
+    try:
+        text.encode("utf-8")
+        return text, False
+    except UnicodeEncodeError:
+        # Valid pairs combine through UTF-16; lone halves become U+FFFD.
+        repaired = text.encode("utf-16-le", "surrogatepass").decode(
+            "utf-16-le", errors="replace"
+        )
+        return repaired, True
+
+
+class _DecodeLines(beam.DoFn):
+    """Decodes (and for jsonl parses) raw lines, counting every one.
+
+    The main output is the text of each used line; the output tagged
+    `COUNTS_TAG` holds one dict of counts per bundle.
+    """
+
+    COUNTS_TAG = "counts"
+
+    def __init__(self, input_format):
+        self._input_format = input_format
+        self._counts = None
+
+    def start_bundle(self):
+        self._counts = dict.fromkeys(COUNTER_NAMES, 0)
+
+    def process(self, raw):
+        counts = self._counts
+        counts["lines_read"] += 1
+        text, has_invalid_utf8, has_nul = decode_line(raw)
+        if self._input_format == "jsonl" and text.strip():
+            text, skip_reason = parse_jsonl_record(text)
+            if skip_reason is None:
+                text, repaired = repair_surrogates(text)
+                has_invalid_utf8 = has_invalid_utf8 or repaired
+        else:
+            skip_reason = None
+        counts["lines_with_invalid_utf8"] += has_invalid_utf8
+        counts["lines_with_nul"] += has_nul
+        if skip_reason is None and not text.strip():
+            skip_reason = "blank"
+        if skip_reason is not None:
+            counts[f"lines_skipped_{skip_reason}"] += 1
+            return
+        counts["lines_used"] += 1
+        yield text
+
+    def finish_bundle(self):
+        for name, value in self._counts.items():
+            if value:
+                beam.metrics.Metrics.counter(METRICS_NAMESPACE, name).inc(value)
+        yield beam.pvalue.TaggedOutput(
+            self.COUNTS_TAG, window.GlobalWindows.windowed_value(self._counts)
+        )
+
+
+class SumCounts(beam.CombineFn):
+    """Adds dicts of counts key by key; the result has every `COUNTER_NAMES`
+    key (zero when nothing was read)."""
+
+    def create_accumulator(self):
+        return dict.fromkeys(COUNTER_NAMES, 0)
+
+    def add_input(self, accumulator, counts):
+        for name, value in counts.items():
+            accumulator[name] = accumulator.get(name, 0) + value
+        return accumulator
+
+    def merge_accumulators(self, accumulators):
+        merged = self.create_accumulator()
+        for accumulator in accumulators:
+            self.add_input(merged, accumulator)
+        return merged
+
+    def extract_output(self, accumulator):
+        return dict(accumulator)
+
+
+def input_accounting(counts):
+    """The stats-file section that accounts for every line read.
+
+    Args:
+        counts: the dict produced by `ReadTextLines`'s counts output.
+
+    Returns:
+        A dict with "lines_read", "lines_used", "lines_skipped" (by reason),
+        and "lines_repaired" ("invalid_utf8" and "nul": lines that were
+        kept or skipped after their invalid bytes were replaced, their NUL
+        bytes to be dropped).
+    """
+    return {
+        "lines_read": counts["lines_read"],
+        "lines_used": counts["lines_used"],
+        "lines_skipped": {
+            reason: counts[f"lines_skipped_{reason}"] for reason in SKIP_REASONS
+        },
+        "lines_repaired": {
+            "invalid_utf8": counts["lines_with_invalid_utf8"],
+            "nul": counts["lines_with_nul"],
+        },
+    }
+
+
+class ReadTextLines(beam.PTransform):
+    """Reads the text of every line of the matched files, counting each line.
+
+    The globs are matched when the transform is created, so a glob that
+    matches nothing fails before the pipeline starts. Files are read with
+    `ReadAllFromText`, which splits large files across workers; lines of any
+    length (a megabyte and more) are read whole.
+
+    Applied to a pipeline (`texts, counts = pipeline | ReadTextLines(...)`),
+    it returns two PCollections: the text (str) of each used line, in no
+    particular order, and a single dict of counts (see `input_accounting`).
+
+    Args:
+        patterns: a list of globs (or one comma-separated string) on any
+            Beam filesystem.
+        input_format: "text" (one record per line) or "jsonl" (one JSON
+            object per line; its "text" field is the record).
+        label: an optional label for the transform.
+
+    Attributes:
+        files: the sorted paths of the matched files.
+
+    Raises:
+        FileNotFoundError: a glob matches no file.
+        ValueError: `input_format` is not one of `INPUT_FORMATS`.
+    """
+
+    def __init__(self, patterns, input_format="text", label=None):
+        super().__init__(label)
+        if input_format not in INPUT_FORMATS:
+            raise ValueError(
+                f"input_format must be one of {INPUT_FORMATS}, not {input_format!r}."
+            )
+        self.patterns = parse_patterns(patterns)
+        self.input_format = input_format
+        self.files = match_input_files(self.patterns)
+
+    def expand(self, pipeline_or_pcollection):
+        pipeline = pipeline_or_pcollection.pipeline
+        raw_lines = (
+            pipeline
+            | "ListFiles" >> beam.Create(self.files)
+            | "ReadLines"
+            >> beam.io.ReadAllFromText(
+                coder=beam.coders.BytesCoder(), strip_trailing_newlines=True
+            )
+        )
+        decoded = raw_lines | "DecodeLines" >> beam.ParDo(
+            _DecodeLines(self.input_format)
+        ).with_outputs(_DecodeLines.COUNTS_TAG, main="texts")
+        counts = decoded[_DecodeLines.COUNTS_TAG] | "SumCounts" >> beam.CombineGlobally(
+            SumCounts()
+        )
+        return decoded.texts, counts

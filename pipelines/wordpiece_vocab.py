@@ -1,0 +1,753 @@
+"""Learns a BERT WordPiece vocabulary from raw text with Apache Beam.
+
+    python -m pipelines.wordpiece_vocab \\
+        --input_file=GLOB[,GLOB...] --output_file=vocab.txt --vocab_size=30000 \\
+        [--lower_case | --no-lower_case] [--reserved_tokens=TOKEN,...] \\
+        [--input_format=text|jsonl] [Beam pipeline options]
+
+Writes two files, through Beam's filesystems (so gs:// and the like work):
+
+- `--output_file`: the vocabulary in the format of google-research/bert's
+  vocab.txt (UTF-8, one token per line, the id is the line number,
+  continuation pieces carry "##"). It starts with [PAD]=0, [UNK]=1, [CLS]=2,
+  [SEP]=3, [MASK]=4, then the `--reserved_tokens` in the order given, each
+  exactly once, then the single characters and the learned pieces. It has at
+  most `--vocab_size` lines: the learner aims at between
+  `(1 - slack_ratio) * vocab_size` and `vocab_size` tokens and may end up
+  with fewer (a small corpus has few pieces above `--min_token_count`; lower
+  it to get more) or more, in which case the least frequent pieces of more
+  than one character are cut (keras_hub's `compute_word_piece_vocabulary`
+  cuts the tail, which can drop "##" single characters and make common
+  words [UNK]). The stats record the learner's size before the cut.
+- `<output_file>.stats.json`: every parameter, the accounting of every input
+  line (read, used, skipped by reason, repaired; see `pipelines.text_input`),
+  the words counted (occurrences) and unique words, the size written, and
+  `unk_share`, the share of the corpus's word pieces that become [UNK] with
+  the learned vocabulary. `main` returns the same dict, and raises a
+  ValueError after writing both files if the input holds no word at all.
+
+Every option that this parser does not know goes to Beam's
+`PipelineOptions` unchanged: without `--runner` the job runs on Beam's
+in-process direct runner (see `pipelines.beam_options`), and `--runner`,
+`--direct_num_workers`, `--direct_running_mode`, and the Dataflow, Flink and
+Spark options work as usual (remote workers need tfnlp installed, for
+example with `--setup_file=./setup.py`).
+
+The steps, none of which holds the corpus in one process:
+
+1. `pipelines.text_input.ReadTextLines` reads and decodes every line.
+2. Batches of lines are normalized exactly as `tfnlp.text.BertTokenizer`
+   does (`tfnlp.text.normalization.normalize`) and split, as the original
+   BasicTokenizer does, on whitespace, punctuation and around CJK
+   ideographs; the (word, count) pairs are summed per word. Words of more
+   than 200 characters, which the tokenizer turns into one [UNK], are only
+   counted.
+3. The `--max_input_words` most frequent words (ties broken by the word, so
+   the result does not depend on the number of workers) go, as one list, to
+   one step that runs tensorflow-text's WordPiece learner
+   (`wordpiece_tokenizer_learner_lib.learn`, the algorithm behind
+   keras_hub's `compute_word_piece_vocabulary`).
+4. Every unique word is split with the learned vocabulary (tensorflow-text's
+   `FastWordpieceTokenizer`) to measure the [UNK] share, weighted by count.
+"""
+
+import argparse
+import collections
+import json
+import logging
+import time
+
+import apache_beam as beam
+import tensorflow as tf
+import tensorflow_text as tf_text
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+from tensorflow_text.tools.wordpiece_vocab import (
+    wordpiece_tokenizer_learner_lib as learner,
+)
+
+from pipelines import text_input
+from pipelines.beam_options import pipeline_options
+from tfnlp.text import normalization
+from tfnlp.text.vocabulary import SPECIAL_TOKENS
+
+LOGGER = logging.getLogger(__name__)
+METRICS_NAMESPACE = text_input.METRICS_NAMESPACE
+STATS_SUFFIX = ".stats.json"
+SUFFIX_INDICATOR = "##"
+# The highest count threshold the learner's search considers (its default).
+UPPER_COUNT_THRESHOLD = 10_000_000
+WORD_DELIMITER = normalization.WHITESPACE + "|" + normalization.PUNCTUATION_OR_CJK
+KEPT_DELIMITER = normalization.PUNCTUATION_OR_CJK
+LONG_WORDS_TAG = "long_words"
+# Maps each byte b to 255 - b; used to rank words in reverse byte order.
+_INVERTED_BYTES = bytes(range(255, -1, -1))
+
+
+def parse_arguments(argv=None):
+    """Splits the command line into this job's flags and Beam's options.
+
+    Args:
+        argv: the arguments without the program name; `sys.argv[1:]` when
+            None.
+
+    Returns:
+        `(flags, beam_arguments)`: an argparse namespace (with
+        `reserved_tokens` as a list) and the arguments left for
+        `PipelineOptions`.
+
+    Raises:
+        SystemExit: a flag is missing or invalid (argparse's usage error).
+    """
+    parser = argparse.ArgumentParser(
+        prog="python -m pipelines.wordpiece_vocab",
+        description="Learns a BERT WordPiece vocabulary from raw text with Beam.",
+        # Unknown options go to Beam whole, never taken as abbreviations.
+        allow_abbrev=False,
+    )
+    parser.add_argument(
+        "--input_file",
+        required=True,
+        help="Comma-separated globs of the input files (any Beam filesystem).",
+    )
+    parser.add_argument(
+        "--output_file",
+        required=True,
+        help="Where to write the vocabulary; the stats go to <output_file>.stats.json.",
+    )
+    parser.add_argument(
+        "--vocab_size",
+        type=int,
+        required=True,
+        help="The largest number of tokens, the reserved ones included.",
+    )
+    parser.add_argument(
+        "--lower_case",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="Lower-case and strip accents (uncased BERT; the default). "
+        "--no-lower_case learns a cased vocabulary.",
+    )
+    parser.add_argument(
+        "--reserved_tokens",
+        default="",
+        help="Comma-separated tokens placed after [PAD], [UNK], [CLS], [SEP] "
+        "and [MASK] (which are always reserved, with ids 0 to 4).",
+    )
+    parser.add_argument(
+        "--input_format",
+        choices=text_input.INPUT_FORMATS,
+        default="text",
+        help="text: one record per line; jsonl: one JSON object per line, "
+        'its "text" field is the record.',
+    )
+    parser.add_argument(
+        "--max_input_words",
+        type=int,
+        default=5_000_000,
+        help="Only the most frequent words (this many) go to the learner.",
+    )
+    parser.add_argument(
+        "--min_token_count",
+        type=int,
+        default=10,
+        help="The lowest count threshold the learner searches for a piece.",
+    )
+    parser.add_argument(
+        "--max_token_length",
+        type=int,
+        default=50,
+        help="Longer words (in characters) are left out of learning.",
+    )
+    parser.add_argument(
+        "--max_unique_characters",
+        type=int,
+        default=1000,
+        help="The alphabet: words with a character outside the most frequent "
+        "ones are left out of learning.",
+    )
+    parser.add_argument(
+        "--num_iterations", type=int, default=4, help="The learner's iterations."
+    )
+    parser.add_argument(
+        "--slack_ratio",
+        type=float,
+        default=0.05,
+        help="The learner accepts a size between (1 - slack_ratio) * vocab_size "
+        "and vocab_size.",
+    )
+    flags, beam_arguments = parser.parse_known_args(argv)
+    try:
+        flags.reserved_tokens = reserved_tokens_from_flag(flags.reserved_tokens)
+    except ValueError as error:
+        parser.error(str(error))
+    reserved_count = len(SPECIAL_TOKENS) + len(flags.reserved_tokens)
+    if flags.vocab_size <= reserved_count:
+        parser.error(
+            f"--vocab_size={flags.vocab_size} leaves no room for learned tokens "
+            f"after the {reserved_count} reserved ones."
+        )
+    for name in (
+        "max_input_words",
+        "min_token_count",
+        "max_token_length",
+        "max_unique_characters",
+        "num_iterations",
+    ):
+        if getattr(flags, name) < 1:
+            parser.error(f"--{name} must be at least 1.")
+    if not 0 <= flags.slack_ratio < 1:
+        parser.error("--slack_ratio must be in [0, 1).")
+    return flags, beam_arguments
+
+
+def reserved_tokens_from_flag(value):
+    """The extra reserved tokens of a comma-separated `--reserved_tokens`.
+
+    Args:
+        value: e.g. "[unused0],[unused1]"; surrounding spaces are removed
+            and empty entries ignored.
+
+    Returns:
+        The tokens, in order.
+
+    Raises:
+        ValueError: a token contains whitespace, repeats, or is one of the
+            always-reserved `SPECIAL_TOKENS`.
+    """
+    tokens = [token.strip() for token in value.split(",") if token.strip()]
+    for token in tokens:
+        if any(character.isspace() for character in token):
+            raise ValueError(f"Reserved token {token!r} contains whitespace.")
+        if token in SPECIAL_TOKENS:
+            raise ValueError(
+                f"Reserved token {token} is always reserved; leave it out of "
+                "--reserved_tokens."
+            )
+    if len(set(tokens)) != len(tokens):
+        raise ValueError(f"--reserved_tokens repeats a token: {tokens}.")
+    return tokens
+
+
+@beam.typehints.with_output_types(tuple[str, int])
+class CountWords(beam.DoFn):
+    """Splits a batch of lines into words like the tokenizer and counts them.
+
+    The main output is `(word, count)` per distinct word of the batch; the
+    output tagged `LONG_WORDS_TAG` is the number of words of more than 200
+    characters in the batch (each becomes one [UNK] in the tokenizer).
+
+    Args:
+        lower_case: lower-case and strip accents before splitting.
+    """
+
+    def __init__(self, lower_case):
+        self._lower_case = lower_case
+        self._split = None
+
+    def setup(self):
+        lower_case = self._lower_case
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+        def split_words(lines):
+            lines = normalization.normalize(lines, lower_case)
+            words = tf_text.regex_split(
+                lines,
+                delim_regex_pattern=WORD_DELIMITER,
+                keep_delim_regex_pattern=KEPT_DELIMITER,
+            )
+            return words.flat_values
+
+        self._split = split_words
+        self._words_counter = beam.metrics.Metrics.counter(
+            METRICS_NAMESPACE, "words_counted"
+        )
+
+    def process(self, lines):
+        words = self._split(tf.constant(lines, dtype=tf.string)).numpy()
+        self._words_counter.inc(len(words))
+        counts = collections.Counter(words)
+        long_words = 0
+        for word, count in counts.items():
+            word = word.decode("utf-8")
+            if len(word) > normalization.MAX_CHARS_PER_WORD:
+                long_words += count
+            else:
+                yield word, count
+        if long_words:
+            yield beam.pvalue.TaggedOutput(LONG_WORDS_TAG, long_words)
+
+
+def batch_size_of_line(text):
+    """A line's weight in a batch: one unit per 256 characters (at least 1),
+    so that a batch of at most 4096 units holds about 1 MB of text."""
+    return 1 + len(text) // 256
+
+
+def ranking_key(word_and_count):
+    """Orders words by count, then by the word, in one comparable tuple.
+
+    Args:
+        word_and_count: a `(word, count)` pair.
+
+    Returns:
+        `(count, inverted)`, where `inverted` is the word's UTF-8 bytes each
+        replaced by 255 minus itself, followed by 0xFF: the larger of two
+        keys has the larger count or, for equal counts, the word that comes
+        first in code-point order. `word_from_ranking_key` inverts it.
+    """
+    word, count = word_and_count
+    return count, word.encode("utf-8").translate(_INVERTED_BYTES) + b"\xff"
+
+
+def word_from_ranking_key(key):
+    """The `(word, count)` pair of a `ranking_key`.
+
+    Args:
+        key: a `(count, inverted)` pair from `ranking_key`.
+
+    Returns:
+        The `(word, count)` pair.
+    """
+    count, inverted = key
+    return inverted[:-1].translate(_INVERTED_BYTES).decode("utf-8"), count
+
+
+def learn_vocabulary(ranked_words, vocab_size, reserved_tokens, learner_options):
+    """Runs the WordPiece learner on the most frequent words.
+
+    Args:
+        ranked_words: `ranking_key`s of the most frequent words.
+        vocab_size: the largest number of tokens to return.
+        reserved_tokens: the tokens that come first, in order.
+        learner_options: the learner's other keyword arguments.
+
+    Returns:
+        A dict with "tokens" (the vocabulary: the reserved tokens first,
+        each once, at most `vocab_size` tokens), "learned_size" (the
+        learner's size before any cut) and "words_used" (the number of
+        words given to the learner).
+    """
+    word_counts = [
+        word_from_ranking_key(key) for key in sorted(ranked_words, reverse=True)
+    ]
+    if word_counts:
+        tokens = learner.learn(
+            word_counts,
+            vocab_size=vocab_size,
+            reserved_tokens=list(reserved_tokens),
+            **learner_options,
+        )
+    else:
+        tokens = list(reserved_tokens)
+    reserved_first = tokens[: len(reserved_tokens)] == list(reserved_tokens)
+    if not reserved_first or len(set(tokens)) != len(tokens):
+        raise RuntimeError(
+            "The WordPiece learner did not put each reserved token first exactly once."
+        )
+    return {
+        "tokens": cut_vocabulary(tokens, vocab_size, len(reserved_tokens)),
+        "learned_size": len(tokens),
+        "words_used": len(word_counts),
+    }
+
+
+def is_alphabet_token(token):
+    """Whether `token` is one character, alone or as a "##" continuation."""
+    return len(token) == 1 or (
+        len(token) == len(SUFFIX_INDICATOR) + 1 and token.startswith(SUFFIX_INDICATOR)
+    )
+
+
+def cut_vocabulary(tokens, vocab_size, reserved_count):
+    """Cuts a learned vocabulary to at most `vocab_size` tokens.
+
+    The learner orders tokens as: the reserved ones, the single characters,
+    then the pieces by decreasing count, where a "##" character it had to
+    add comes last with count 1. Cutting the tail would drop such
+    characters and turn every word that needs one into [UNK], so the least
+    frequent longer pieces go first; only when the alphabet alone is too
+    large are characters cut, from the end.
+
+    Args:
+        tokens: the learner's vocabulary.
+        vocab_size: the largest size to return.
+        reserved_count: how many tokens at the start are never cut.
+
+    Returns:
+        The tokens, in the same order, at most `vocab_size` of them.
+    """
+    excess = len(tokens) - vocab_size
+    if excess <= 0:
+        return list(tokens)
+    dropped = set()
+    for index in range(len(tokens) - 1, reserved_count - 1, -1):
+        if len(dropped) == excess:
+            break
+        if not is_alphabet_token(tokens[index]):
+            dropped.add(index)
+    kept = [token for index, token in enumerate(tokens) if index not in dropped]
+    return kept[:vocab_size]
+
+
+def vocabulary_file_bytes(tokens):
+    """The bytes of a vocabulary file, as `tfnlp.text.write_vocabulary`
+    writes them.
+
+    Args:
+        tokens: the tokens in id order.
+
+    Returns:
+        UTF-8 bytes, one token per line, each ending in "\\n".
+
+    Raises:
+        ValueError: a token is empty or has surrounding whitespace or a line
+            break, which a one-token-per-line file cannot hold.
+    """
+    for token in tokens:
+        if not token or token != token.strip() or "\n" in token:
+            raise ValueError(
+                f"Vocabulary token {token!r} is empty or has surrounding "
+                "whitespace; one-token-per-line files cannot hold it."
+            )
+    return "".join(token + "\n" for token in tokens).encode("utf-8")
+
+
+def write_file(contents, path):
+    """Writes `contents` (bytes) to `path` on any Beam filesystem.
+
+    Args:
+        contents: the bytes to write.
+        path: the destination; an existing file is replaced.
+
+    Returns:
+        `path`.
+    """
+    # Never compressed, whatever the file name ends with.
+    with FileSystems.create(
+        path, compression_type=CompressionTypes.UNCOMPRESSED
+    ) as file:
+        file.write(contents)
+    return path
+
+
+def read_file(path):
+    """The bytes of `path` on any Beam filesystem.
+
+    Args:
+        path: the file to read.
+
+    Returns:
+        Its contents.
+    """
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as file:
+        return file.read()
+
+
+class CountUnknownPieces(beam.DoFn):
+    """Splits batches of `(word, count)` pairs into pieces of the learned
+    vocabulary and yields `(pieces, unknown_pieces)`, weighted by count.
+
+    The vocabulary comes as a side input (`process`'s `vocabulary`); the
+    tokenizer is built from it once per worker.
+    """
+
+    def __init__(self):
+        self._vocabulary = None
+        self._tokenizer = None
+
+    def process(self, batch, vocabulary):
+        tokens = vocabulary["tokens"]
+        if self._tokenizer is None or (
+            tokens is not self._vocabulary and tokens != self._vocabulary
+        ):
+            self._vocabulary = tokens
+            self._tokenizer = tf_text.FastWordpieceTokenizer(
+                vocab=tokens,
+                suffix_indicator=SUFFIX_INDICATOR,
+                max_bytes_per_word=4 * normalization.MAX_CHARS_PER_WORD,
+                token_out_type=tf.int64,
+                unknown_token="[UNK]",
+                no_pretokenization=True,
+            )
+            self._unknown_id = tokens.index("[UNK]")
+        words = tf.constant([word for word, _ in batch], dtype=tf.string)
+        ids = self._tokenizer.tokenize(words)
+        pieces = ids.row_lengths().numpy()
+        unknown = tf.reduce_sum(
+            tf.cast(tf.equal(ids, self._unknown_id), tf.int64), axis=1
+        ).numpy()
+        counts = [count for _, count in batch]
+        yield (
+            int(sum(int(c) * int(p) for c, p in zip(counts, pieces))),
+            int(sum(int(c) * int(u) for c, u in zip(counts, unknown))),
+        )
+
+
+def sum_pairs(pairs):
+    """Adds `(pieces, unknown_pieces)` pairs element-wise.
+
+    Args:
+        pairs: an iterable of pairs of integers.
+
+    Returns:
+        The pair of sums, `(0, 0)` for no pairs.
+    """
+    pieces = unknown = 0
+    for piece_count, unknown_count in pairs:
+        pieces += piece_count
+        unknown += unknown_count
+    return pieces, unknown
+
+
+def build_stats(
+    _,
+    parameters,
+    input_counts,
+    words_in_vocabulary_range,
+    long_words,
+    unique_words,
+    vocabulary,
+    piece_counts,
+):
+    """Assembles the stats dict from the pipeline's single-value results.
+
+    Args:
+        _: the element that triggers the step (ignored).
+        parameters: the job's parameters.
+        input_counts: `ReadTextLines`'s counts.
+        words_in_vocabulary_range: occurrences of words of up to 200
+            characters.
+        long_words: occurrences of longer words (each one [UNK] piece).
+        unique_words: distinct words of up to 200 characters.
+        vocabulary: `learn_vocabulary`'s result.
+        piece_counts: `(pieces, unknown_pieces)` over all word occurrences
+            of up to 200 characters.
+
+    Returns:
+        The stats dict (see the module docstring).
+    """
+    pieces, unknown = piece_counts
+    pieces += long_words
+    unknown += long_words
+    words_counted = words_in_vocabulary_range + long_words
+    warnings = []
+    if words_counted == 0:
+        warnings.append(
+            "The input holds no word; the vocabulary has only the reserved tokens."
+        )
+    return {
+        "parameters": parameters,
+        "input": text_input.input_accounting(input_counts),
+        "words_counted": words_counted,
+        "unique_words": unique_words,
+        "words_over_200_characters": long_words,
+        "words_given_to_learner": vocabulary["words_used"],
+        "learned_vocabulary_size": vocabulary["learned_size"],
+        "vocabulary_size": len(vocabulary["tokens"]),
+        "word_pieces": pieces,
+        "unknown_word_pieces": unknown,
+        "unk_share": unknown / pieces if pieces else 0.0,
+        "warnings": warnings,
+    }
+
+
+def stats_file_bytes(stats):
+    """The stats file's contents.
+
+    Args:
+        stats: the stats dict.
+
+    Returns:
+        The dict as indented, key-sorted UTF-8 JSON ending in a newline.
+    """
+    return (
+        json.dumps(stats, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    ).encode("utf-8")
+
+
+def build_pipeline(pipeline, flags, beam_arguments):
+    """Adds the vocabulary job's steps to `pipeline`.
+
+    Args:
+        pipeline: a `beam.Pipeline`.
+        flags: the namespace from `parse_arguments`.
+        beam_arguments: the Beam options given, recorded in the stats.
+
+    Raises:
+        FileNotFoundError: an input glob matches no file.
+    """
+    reader = text_input.ReadTextLines(
+        text_input.parse_patterns(flags.input_file), flags.input_format
+    )
+    reserved_tokens = list(SPECIAL_TOKENS) + flags.reserved_tokens
+    learner_options = {
+        "upper_thresh": UPPER_COUNT_THRESHOLD,
+        "lower_thresh": flags.min_token_count,
+        "num_iterations": flags.num_iterations,
+        "max_input_tokens": flags.max_input_words,
+        "max_token_length": flags.max_token_length,
+        "max_unique_chars": flags.max_unique_characters,
+        "slack_ratio": flags.slack_ratio,
+        "include_joiner_token": True,
+        "joiner": SUFFIX_INDICATOR,
+    }
+    parameters = {
+        "input_file": flags.input_file,
+        "input_patterns": reader.patterns,
+        "input_files_matched": len(reader.files),
+        "input_format": flags.input_format,
+        "output_file": flags.output_file,
+        "vocab_size": flags.vocab_size,
+        "lower_case": flags.lower_case,
+        "reserved_tokens": reserved_tokens,
+        "max_input_words": flags.max_input_words,
+        "min_token_count": flags.min_token_count,
+        "max_token_length": flags.max_token_length,
+        "max_unique_characters": flags.max_unique_characters,
+        "num_iterations": flags.num_iterations,
+        "slack_ratio": flags.slack_ratio,
+        "upper_count_threshold": UPPER_COUNT_THRESHOLD,
+        "suffix_indicator": SUFFIX_INDICATOR,
+        "beam_arguments": list(beam_arguments),
+    }
+
+    texts, input_counts = pipeline | "ReadText" >> reader
+    counted = (
+        texts
+        | "BatchLines"
+        >> beam.BatchElements(
+            min_batch_size=1,
+            max_batch_size=4096,
+            element_size_fn=batch_size_of_line,
+        )
+        | "CountWords"
+        >> beam.ParDo(CountWords(flags.lower_case)).with_outputs(
+            LONG_WORDS_TAG, main="word_counts"
+        )
+    )
+    word_counts = counted.word_counts | "SumPerWord" >> beam.CombinePerKey(sum)
+    long_words = counted[LONG_WORDS_TAG] | "SumLongWords" >> beam.CombineGlobally(sum)
+    total_words = (
+        word_counts
+        | "Counts" >> beam.Values()
+        | "SumWords" >> beam.CombineGlobally(sum)
+    )
+    unique_words = word_counts | "CountUniqueWords" >> beam.combiners.Count.Globally()
+
+    vocabulary = (
+        word_counts
+        | "RankWords" >> beam.Map(ranking_key)
+        | "TopWords" >> beam.combiners.Top.Of(flags.max_input_words)
+        | "Learn"
+        >> beam.Map(
+            learn_vocabulary,
+            vocab_size=flags.vocab_size,
+            reserved_tokens=reserved_tokens,
+            learner_options=learner_options,
+        )
+    )
+    _ = (
+        vocabulary
+        | "VocabularyBytes"
+        >> beam.Map(lambda result: vocabulary_file_bytes(result["tokens"]))
+        | "WriteVocabulary" >> beam.Map(write_file, flags.output_file)
+    )
+
+    piece_counts = (
+        word_counts
+        | "BatchWords" >> beam.BatchElements(min_batch_size=1, max_batch_size=4096)
+        | "CountUnknownPieces"
+        >> beam.ParDo(CountUnknownPieces(), beam.pvalue.AsSingleton(vocabulary))
+        | "SumPieces" >> beam.CombineGlobally(sum_pairs)
+    )
+    _ = (
+        pipeline
+        | "StatsTrigger" >> beam.Create([None])
+        | "BuildStats"
+        >> beam.Map(
+            build_stats,
+            parameters=parameters,
+            input_counts=beam.pvalue.AsSingleton(input_counts),
+            words_in_vocabulary_range=beam.pvalue.AsSingleton(total_words),
+            long_words=beam.pvalue.AsSingleton(long_words),
+            unique_words=beam.pvalue.AsSingleton(unique_words),
+            vocabulary=beam.pvalue.AsSingleton(vocabulary),
+            piece_counts=beam.pvalue.AsSingleton(piece_counts),
+        )
+        | "StatsBytes" >> beam.Map(stats_file_bytes)
+        | "WriteStats" >> beam.Map(write_file, flags.output_file + STATS_SUFFIX)
+    )
+
+
+def summary_line(stats, seconds):
+    """A one-line summary of a finished run.
+
+    Args:
+        stats: the stats dict.
+        seconds: the run's wall time.
+
+    Returns:
+        The line.
+    """
+    accounting = stats["input"]
+    skipped = sum(accounting["lines_skipped"].values())
+    return (
+        f"Wrote {stats['vocabulary_size']} tokens to "
+        f"{stats['parameters']['output_file']} in {seconds:.1f} s: "
+        f"{accounting['lines_read']} lines read ({accounting['lines_used']} used, "
+        f"{skipped} skipped), {stats['words_counted']} words "
+        f"({stats['unique_words']} unique), [UNK] share {stats['unk_share']:.4%}."
+    )
+
+
+def main(argv=None):
+    """Runs the vocabulary job and returns its stats.
+
+    Args:
+        argv: the command-line arguments without the program name
+            (`sys.argv[1:]` when None); unknown ones are Beam options.
+
+    Returns:
+        The stats dict, as written to `<output_file>.stats.json`.
+
+    Raises:
+        FileNotFoundError: an input glob matches no file (before the
+            pipeline starts).
+        ValueError: the input holds no word (for example only empty files,
+            or text read with --input_format=jsonl); the vocabulary, with
+            only the reserved tokens, and the stats are written first.
+        RuntimeError: the pipeline did not finish successfully.
+    """
+    flags, beam_arguments = parse_arguments(argv)
+    options = pipeline_options(beam_arguments)
+    start = time.monotonic()
+    pipeline = beam.Pipeline(options=options)
+    build_pipeline(pipeline, flags, beam_arguments)
+    result = pipeline.run()
+    state = result.wait_until_finish()
+    if state != beam.runners.runner.PipelineState.DONE:
+        raise RuntimeError(f"The vocabulary pipeline ended in state {state}.")
+    stats_file = flags.output_file + STATS_SUFFIX
+    stats = json.loads(read_file(stats_file).decode("utf-8"))
+    LOGGER.info(summary_line(stats, time.monotonic() - start))
+    if stats["words_counted"] == 0:
+        accounting = stats["input"]
+        raise ValueError(
+            f"The input holds no word: {accounting['lines_read']} lines read, "
+            f"{accounting['lines_used']} used, skipped: "
+            f"{accounting['lines_skipped']} (see {stats_file}). "
+            f"{flags.output_file} has only the reserved tokens, which cannot "
+            "tokenize text. Check --input_file and --input_format."
+        )
+    return stats
+
+
+if __name__ == "__main__":
+    logging.basicConfig()
+    logging.getLogger().setLevel(logging.INFO)
+    # Run the importable module's main, so that Beam pickles its DoFns by
+    # reference to `pipelines.wordpiece_vocab` rather than to `__main__`.
+    from pipelines import wordpiece_vocab
+
+    wordpiece_vocab.main()
