@@ -744,8 +744,10 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    logging.basicConfig()
-    logging.getLogger().setLevel(logging.INFO)
+    logging.basicConfig(level=logging.INFO)
+    # Beam's own INFO lines (batch-size statistics and the like) drown the
+    # job's summary; keep its warnings.
+    logging.getLogger("apache_beam").setLevel(logging.WARNING)
     # Run the importable module's main, so that Beam pickles its DoFns by
     # reference to `pipelines.wordpiece_vocab` rather than to `__main__`.
     from pipelines import wordpiece_vocab
