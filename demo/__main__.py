@@ -2,9 +2,12 @@
 
     python -m demo --data_dir=../shared/data --output_dir=demo_output
 
-Writes `output_dir/tensorboard/` (training curves), `output_dir/model.keras`
-and `output_dir/summary.json`, and prints sample translations with the
-German word each English word attended to most.
+Learns a WordPiece vocabulary per language with the Beam job
+`pipelines.wordpiece_vocab` (`output_dir/vocab.{de,en}.txt` and their
+stats), tokenizes in `tf.data` with `tfnlp.text.BertTokenizer`, and writes
+`output_dir/tensorboard/` (training curves), `output_dir/model.keras` and
+`output_dir/summary.json`; prints sample translations with the German piece
+each English piece attended to most.
 """
 
 import argparse
@@ -24,6 +27,8 @@ def parse_args(argv):
     parser.add_argument("--train_pairs", type=int, default=10000)
     parser.add_argument("--eval_pairs", type=int, default=200)
     parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--vocab_size", type=int, default=4000,
+                        help="WordPiece vocabulary size for each language")
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--seed", type=int, default=1234)
     return parser.parse_args(argv)

@@ -1,12 +1,12 @@
 """A small German→English Transformer made of tfnlp.layers, on Multi30k.
 
-Word-level vocabularies keep the demo self-contained until the WordPiece
-tokenizer (the Text issue) lands; the model is what is on show.
+The path so far: `pipelines.wordpiece_vocab` (Beam) learns a WordPiece
+vocabulary for each language from the training text, `tfnlp.text.BertTokenizer`
+tokenizes inside `tf.data`, and a Transformer built from `tfnlp.layers` is
+trained, decoded with its key/value cache and scored with sacreBLEU.
 """
 
-import collections
 import os
-import re
 import warnings
 
 import keras
@@ -15,16 +15,11 @@ import sacrebleu
 import tensorflow as tf
 from keras import ops
 
+from pipelines import wordpiece_vocab
 from tfnlp import layers
+from tfnlp.text import BertTokenizer
 
-PAD, UNK, START, END = 0, 1, 2, 3
-SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[START]", "[END]"]
-MAX_LENGTH = 24
-WORD_PATTERN = re.compile(r"\w+|[^\w\s]")
-
-
-def words(line):
-    return WORD_PATTERN.findall(line.lower())
+MAX_LENGTH = 32
 
 
 def read_lines(path, count):
@@ -39,42 +34,65 @@ def read_lines(path, count):
 
 
 def load_multi30k(data_dir, train_pairs, eval_pairs):
-    folder = os.path.join(data_dir, "mt")
+    """`{"train": (german, english), "val": (german, english)}` lines."""
+    counts = {"train": train_pairs, "val": eval_pairs}
     return {
-        split: (
-            read_lines(os.path.join(folder, f"{split}.de"), count),
-            read_lines(os.path.join(folder, f"{split}.en"), count),
+        split: tuple(
+            read_lines(os.path.join(data_dir, "mt", f"{split}.{language}"), counts[split])
+            for language in ("de", "en")
         )
-        for split, count in (("train", train_pairs), ("val", eval_pairs))
+        for split in ("train", "val")
     }
 
 
-class Vocabulary:
-    """Word ↔ id for the demo: the most frequent training words, plus specials."""
+def learn_vocabularies(train_lines, output_dir, vocab_size):
+    """Runs the Beam vocabulary job on each language's training sentences
+    (written to `output_dir/train.{de,en}`, the pairs the model sees)."""
+    tokenizers = {}
+    for language, lines in zip(("de", "en"), train_lines):
+        text_file = os.path.join(output_dir, f"train.{language}")
+        with open(text_file, "w", encoding="utf-8") as file:
+            file.write("\n".join(lines) + "\n")
+        vocab_file = os.path.join(output_dir, f"vocab.{language}.txt")
+        stats = wordpiece_vocab.main([
+            f"--input_file={text_file}",
+            f"--output_file={vocab_file}",
+            f"--vocab_size={vocab_size}",
+        ])
+        print(f"WordPiece vocabulary ({language}): {stats['vocabulary_size']} tokens from "
+              f"{stats['input']['lines_used']} lines, [UNK] share {stats['unk_share']:.4%}")
+        tokenizers[language] = BertTokenizer(vocab_file, lower_case=True)
+    return tokenizers
 
-    def __init__(self, sentences, size):
-        counts = collections.Counter(w for line in sentences for w in words(line))
-        self.tokens = SPECIAL_TOKENS + [w for w, _ in counts.most_common(size)]
-        self.ids = {token: index for index, token in enumerate(self.tokens)}
 
-    def encode(self, line, add_start=False):
-        ids = [self.ids.get(word, UNK) for word in words(line)][: MAX_LENGTH - 2]
-        return ([START] if add_start else []) + ids + [END]
-
-    def decode(self, ids):
-        tokens = []
-        for index in ids:
-            if index == END:
-                break
-            tokens.append(self.tokens[index])
-        return " ".join(tokens)
+def encode(tokenizer, lines, add_start):
+    """Token ids, cut to fit, with [SEP] as the end (and [CLS] as the start)."""
+    ids = tokenizer.tokenize(tf.constant(lines))[:, : MAX_LENGTH - 2]
+    parts = [ids, tf.fill([ids.nrows(), 1], tf.constant(tokenizer.sep_id, tf.int64))]
+    if add_start:
+        parts.insert(0, tf.fill([ids.nrows(), 1], tf.constant(tokenizer.cls_id, tf.int64)))
+    ids = tf.concat(parts, axis=1)
+    length = MAX_LENGTH + (1 if add_start else 0)
+    return ids.to_tensor(default_value=0, shape=[None, length]).numpy().astype("int32")
 
 
-def pad(sequences, length=MAX_LENGTH):
-    array = np.zeros((len(sequences), length), "int32")
-    for row, sequence in enumerate(sequences):
-        array[row, : len(sequence)] = sequence[:length]
-    return array
+def until_end(ids, end_id):
+    """The generated ids before the first `end_id`."""
+    ids = list(ids)
+    return ids[: ids.index(end_id)] if end_id in ids else ids
+
+
+def decode(tokenizer, ids):
+    """Text of generated ids, stopping at the first [SEP]."""
+    ids = [until_end(row, tokenizer.sep_id) for row in ids]
+    return [text.decode("utf-8")
+            for text in tokenizer.detokenize(tf.ragged.constant(ids, dtype=tf.int64)).numpy()]
+
+
+def normalized(tokenizer, lines):
+    """References in the tokenizer's normal form (lower-cased, split)."""
+    return [text.decode("utf-8")
+            for text in tokenizer.detokenize(tokenizer.tokenize(tf.constant(lines))).numpy()]
 
 
 @keras.saving.register_keras_serializable(package="tfnlp_demo")
@@ -107,7 +125,7 @@ class Translator(keras.Model):
         return x + self.positions(x, start_index=start_index)
 
     def encode(self, source_ids, training=None):
-        source_mask = ops.not_equal(source_ids, PAD)
+        source_mask = ops.not_equal(source_ids, 0)
         x = self.embed(self.source_embedding, source_ids)
         for block in self.encoder_blocks:
             x = block(x, padding_mask=source_mask, training=training)
@@ -132,7 +150,7 @@ class Translator(keras.Model):
         return config
 
 
-def greedy_decode(model, source_ids, use_cache):
+def greedy_decode(model, source_ids, start_id, end_id, use_cache):
     """Greedy decoding; with `use_cache`, one position per step over a cache.
 
     Returns the generated ids and the last layer's cross-attention weights
@@ -140,7 +158,7 @@ def greedy_decode(model, source_ids, use_cache):
     """
     batch = source_ids.shape[0]
     encoded, source_mask = model.encode(source_ids)
-    generated = np.full((batch, 1), START, "int32")
+    generated = np.full((batch, 1), start_id, "int32")
     head_dim = model.hidden_dim // model.num_heads
     caches = [np.zeros((batch, 2, MAX_LENGTH, model.num_heads, head_dim), "float32")
               for _ in model.decoder_blocks]
@@ -162,7 +180,7 @@ def greedy_decode(model, source_ids, use_cache):
         next_ids = np.argmax(ops.convert_to_numpy(logits), axis=-1).astype("int32")
         alignments.append(ops.convert_to_numpy(ops.mean(scores["cross_attention"][:, :, -1], axis=1)))
         generated = np.concatenate([generated, next_ids[:, None]], axis=1)
-        if np.all(np.any(generated == END, axis=1)):
+        if np.all(np.any(generated == end_id, axis=1)):
             break
     return generated[:, 1:], np.stack(alignments, axis=1)
 
@@ -177,20 +195,19 @@ def make_dataset(source, target, batch_size, seed):
 
 def run(data, args):
     keras.utils.set_random_seed(args.seed)
+    tokenizers = learn_vocabularies(data["train"], args.output_dir, args.vocab_size)
+    german, english = tokenizers["de"], tokenizers["en"]
     train_de, train_en = data["train"]
     val_de, val_en = data["val"]
-    source_vocabulary = Vocabulary(train_de, 4000)
-    target_vocabulary = Vocabulary(train_en, 3000)
-    source = pad([source_vocabulary.encode(line) for line in train_de])
-    target = pad([target_vocabulary.encode(line, add_start=True) for line in train_en],
-                 MAX_LENGTH + 1)
-    print(f"Multi30k de→en: {len(train_de)} training pairs, vocabularies "
-          f"{len(source_vocabulary.tokens)} (de) / {len(target_vocabulary.tokens)} (en)")
+    source = encode(german, train_de, add_start=False)
+    target = encode(english, train_en, add_start=True)
+    print(f"Multi30k de→en: {len(train_de)} training pairs, "
+          f"{np.mean(np.sum(source > 0, axis=1)):.1f} German word pieces per sentence")
 
-    model = Translator(len(source_vocabulary.tokens), len(target_vocabulary.tokens))
+    model = Translator(german.vocab_size, english.vocab_size)
     model.compile(
         optimizer=keras.optimizers.Adam(1e-3),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=PAD),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
         metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
         jit_compile=True,
     )
@@ -202,38 +219,42 @@ def run(data, args):
         callbacks=[keras.callbacks.TensorBoard(os.path.join(args.output_dir, "tensorboard"))],
     )
 
-    val_source = pad([source_vocabulary.encode(line) for line in val_de])
-    cached_ids, alignments = greedy_decode(model, val_source, use_cache=True)
+    val_source = encode(german, val_de, add_start=False)
+    special = {"start_id": english.cls_id, "end_id": english.sep_id}
+    cached_ids, alignments = greedy_decode(model, val_source, use_cache=True, **special)
     with warnings.catch_warnings():
         # The first uncached step attends over a single key; Keras warns that
         # a softmax over one element is always 1, which is right here.
         warnings.filterwarnings("ignore", message="You are using a softmax")
-        uncached_ids, _ = greedy_decode(model, val_source[:8], use_cache=False)
+        uncached_ids, _ = greedy_decode(model, val_source[:8], use_cache=False, **special)
     cache_agrees = bool(np.array_equal(cached_ids[:8, : uncached_ids.shape[1]], uncached_ids))
-    hypotheses = [target_vocabulary.decode(ids) for ids in cached_ids]
-    references = [" ".join(words(line)) for line in val_en]
+    hypotheses = decode(english, cached_ids)
+    references = normalized(english, val_en)
     bleu = sacrebleu.corpus_bleu(hypotheses, [references], tokenize="none")
 
-    print("\nSample translations (each English word → the German word it attended to most):")
+    print("\nSample translations (each English piece ← the German piece it attended to most):")
     for row in range(3):
-        source_words = words(val_de[row])[: MAX_LENGTH - 2] + ["[END]"]
-        generated = hypotheses[row].split()
-        aligned = [f"{word}←{source_words[int(np.argmax(alignments[row, position, : len(source_words)]))]}"
-                   for position, word in enumerate(generated)]
+        source_pieces = [t.decode() for t in german.id_to_token(
+            [i for i in val_source[row] if i != 0]).numpy()]
+        generated = until_end(cached_ids[row], english.sep_id)
+        pieces = [t.decode() for t in english.id_to_token(generated).numpy()]
+        aligned = [f"{piece}←{source_pieces[int(np.argmax(alignments[row, position, : len(source_pieces)]))]}"
+                   for position, piece in enumerate(pieces)]
         print(f"  de:  {val_de[row]}\n  ref: {val_en[row]}\n  out: {hypotheses[row]}\n"
               f"  attention: {' '.join(aligned)}\n")
     print(f"Cached decoding gives the same tokens as full recomputation: {cache_agrees}")
-    print(f"BLEU on {len(val_de)} validation sentences (lower-cased words): {bleu.score:.1f}")
+    print(f"BLEU on {len(val_de)} validation sentences (lower-cased, tokenized): {bleu.score:.1f}")
 
     path = os.path.join(args.output_dir, "model.keras")
     model.save(path)
     reloaded = keras.saving.load_model(path)
-    probe = {"source_ids": val_source[:4], "target_ids": pad([[START]] * 4)}
+    probe = {"source_ids": val_source[:4], "target_ids": cached_ids[:4, :2]}
     reload_agrees = bool(np.allclose(reloaded(probe), model(probe), atol=1e-5))
     print(f"Saved {path}; the reloaded model gives the same logits: {reload_agrees}")
     return {
         "train_pairs": len(train_de),
         "epochs": args.epochs,
+        "vocabulary_sizes": {"de": german.vocab_size, "en": english.vocab_size},
         "loss_per_epoch": [round(float(v), 4) for v in history.history["loss"]],
         "accuracy_per_epoch": [round(float(v), 4) for v in history.history["accuracy"]],
         "validation_bleu": round(bleu.score, 2),

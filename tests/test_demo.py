@@ -12,6 +12,7 @@ def test_demo_trains_decodes_with_cache_and_reloads(tmp_path, shared_data_dir):
     summary = main([
         f"--data_dir={shared_data_dir}", f"--output_dir={tmp_path}",
         "--train_pairs=300", "--eval_pairs=8", "--epochs=2", "--batch_size=32",
+        "--vocab_size=400",
     ])
     assert summary["cached_decoding_matches_full"]
     assert summary["reloaded_model_matches"]
