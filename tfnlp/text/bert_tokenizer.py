@@ -36,6 +36,12 @@ class BertTokenizer(keras.layers.Layer):
     [UNK]. A literal "[MASK]" in the text is ordinary text. No special tokens
     are added: see `tfnlp.text.pack_inputs` for [CLS]/[SEP] packing.
 
+    Bad input never raises: invalid UTF-8 bytes are dropped (the original
+    decodes with `errors="ignore"`), as are NUL and other control
+    characters, joining the text around them; an empty or blank string gives
+    no ids; a line of a megabyte or more is tokenized like any other (a
+    "word" of more than 200 characters in it is one [UNK]).
+
     It runs as TensorFlow ops (tensorflow-text's `FastWordpieceTokenizer`
     after tfnlp's normalization, see `tfnlp.text.normalization`), so it works
     in `tf.data` maps, inside `tf.function` and in a SavedModel, where the
