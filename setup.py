@@ -9,6 +9,8 @@ INSTALL_REQUIRES = [
     "keras>=3.10,<4",
     "keras-hub>=0.32,<1",
     "apache-beam>=2.77,<3",
+    # Beam's TFRecord writer needs a CRC32C implementation.
+    "google-crc32c>=1.5,<2",
     "tensorboard~=2.21.0",
     "sacrebleu>=2.6,<3",
     "safetensors>=0.8,<1",

@@ -1,0 +1,527 @@
+"""BERT pretraining data (masked LM + next sentence) with Apache Beam.
+
+    python -m pipelines.pretraining_data \\
+      --input_file=GLOB[,GLOB...] --vocab_file=vocab.txt --output_dir=DIR \\
+      [--do_lower_case=true] [--max_seq_length=128] [--max_predictions_per_seq=20] \\
+      [--masked_lm_prob=0.15] [--short_seq_prob=0.1] [--dupe_factor=10] \\
+      [--random_seed=12345] [--do_whole_word_mask] [--num_shards=N] [--gzip] \\
+      [--dynamic_masking] [--input_format=text|jsonl] [--random_document_pool=1000] \\
+      [Beam options: --runner, --direct_num_workers, --direct_running_mode, ...]
+
+The flags are those of google-research/bert's `create_pretraining_data.py`
+(booleans also as `--flag`, `--flag=false` or `--noflag`), plus
+`--output_dir` for sharded output. It writes
+
+- `DIR/pretraining-SSSSS-of-NNNNN.tfrecord` (`.tfrecord.gz` with `--gzip`):
+  `tf.train.Example`s in the schema of `tfnlp.data.pretraining_schema`,
+  which is what the original `run_pretraining.py` parses;
+- `DIR/stats.json`: every parameter and the seed; lines and documents read,
+  used and skipped by reason; sentences, instances, tokens, the mean and a
+  histogram of instance lengths, truncations, the mask rate, the shares of
+  [MASK] / random / unchanged replacements, the NSP random share and the
+  [UNK] share. The same counts are Beam metrics (namespace "tfnlp").
+
+Input: `text` is the original format, one sentence per line and a blank
+line between documents; `jsonl` is one document per line with a "text"
+field, split into sentences at line breaks and after ".", "!", "?" or "…"
+(optionally followed by closing quotes or brackets) that are followed by
+whitespace and an upper-case letter, a digit or an opening quote.
+
+Bad input never stops the job and is never lost silently: undecodable bytes
+are replaced and then dropped by the tokenizer (as the original's
+`errors="ignore"` decoding), NUL bytes are dropped, lines longer than
+`--max_line_bytes` (1 MB) are skipped, documents with no tokens are
+skipped, and every case is counted with its reason in the stats. A glob
+that matches no file is an error before the job starts.
+
+How it scales: files are read in parallel (each text file by one worker,
+since documents span lines), sentences are tokenized in batches with the
+in-graph `tfnlp.text.BertTokenizer`, and documents are spread over buckets
+by a hash of their content. The original draws a "random next" segment from
+any document of the whole corpus, which needs the corpus in memory; here
+it comes from the other documents of the same bucket, about
+`--random_document_pool` of them, so one worker holds one bucket, never the
+corpus. The trade-off: random segments come from a random sample of ~1000
+documents rather than from all of them, which changes nothing in the
+distribution of instances as long as the pool is large next to one
+document. A corpus smaller than the pool is one bucket, as in the original.
+
+Determinism: each document and dupe pass gets its own random generator,
+seeded from a hash of `--random_seed`, the document's content and the pass
+(`pipelines.pretraining_instances.document_seed`), and a bucket's documents
+are taken in the order of their content hash. So the same inputs and seed
+give the same multiset of records whatever the runner, the number of
+workers, or how the input is split into files.
+"""
+
+import argparse
+import json
+import logging
+import math
+import os
+import random
+import re
+import time
+
+import apache_beam as beam
+import numpy as np
+import tensorflow as tf
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io import fileio
+from apache_beam.io.filesystems import FileSystems
+
+from pipelines import pretraining_instances, text_input
+from pipelines.beam_options import pipeline_options
+from tfnlp.data import pretraining_schema
+from tfnlp.text import BertTokenizer, load_vocabulary
+
+LOGGER = logging.getLogger(__name__)
+NAMESPACE = text_input.METRICS_NAMESPACE
+COUNTS_TAG = "counts"
+LENGTH_BIN = 16
+SENTENCE_BOUNDARY = re.compile(
+    r"\n+|(?<=[.!?…])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9À-ÖØ-Þ])"
+)
+
+
+def boolean(value):
+    """Parses an absl-style boolean flag value ("true", "False", "1", ...)."""
+    lowered = str(value).strip().lower()
+    if lowered in ("true", "t", "1", "yes"):
+        return True
+    if lowered in ("false", "f", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, not {value!r}")
+
+
+def _add_boolean(parser, name, default, help_text):
+    parser.add_argument(
+        f"--{name}", type=boolean, nargs="?", const=True, default=default,
+        help=help_text,
+    )
+    parser.add_argument(f"--no{name}", dest=name, action="store_false",
+                        help=argparse.SUPPRESS)
+
+
+def parse_arguments(argv=None):
+    """This job's flags and the arguments left for Beam's PipelineOptions."""
+    parser = argparse.ArgumentParser(
+        prog="python -m pipelines.pretraining_data",
+        description="BERT masked-LM and next-sentence pretraining TFRecords, with Beam.",
+        allow_abbrev=False,
+    )
+    parser.add_argument("--input_file", required=True,
+                        help="Comma-separated globs of the input files.")
+    parser.add_argument("--vocab_file", required=True,
+                        help="The WordPiece vocabulary (one token per line).")
+    parser.add_argument("--output_dir", required=True,
+                        help="Where the TFRecord shards and stats.json go.")
+    _add_boolean(parser, "do_lower_case", True,
+                 "Lower-case and strip accents (uncased vocabularies).")
+    parser.add_argument("--max_seq_length", type=int, default=128)
+    parser.add_argument("--max_predictions_per_seq", type=int, default=20)
+    parser.add_argument("--masked_lm_prob", type=float, default=0.15)
+    parser.add_argument("--short_seq_prob", type=float, default=0.1)
+    parser.add_argument("--dupe_factor", type=int, default=10,
+                        help="How many times each document is used, masked anew.")
+    parser.add_argument("--random_seed", type=int, default=12345)
+    _add_boolean(parser, "do_whole_word_mask", False,
+                 "Mask whole words (every piece of a word) at once.")
+    parser.add_argument("--num_shards", type=int, default=0,
+                        help="Number of output files (0: the runner decides).")
+    _add_boolean(parser, "gzip", False, "Write gzip-compressed TFRecords.")
+    _add_boolean(parser, "dynamic_masking", False,
+                 "Write unmasked sequences; tfnlp.data's reader masks them anew "
+                 "each epoch.")
+    parser.add_argument("--input_format", choices=text_input.INPUT_FORMATS,
+                        default="text")
+    parser.add_argument("--random_document_pool", type=int, default=1000,
+                        help="About how many documents a bucket holds; random "
+                        "next segments come from the same bucket.")
+    parser.add_argument("--max_line_bytes", type=int, default=1_000_000,
+                        help="Longer lines are skipped (and counted).")
+    flags, beam_arguments = parser.parse_known_args(argv)
+    problems = []
+    if flags.max_seq_length < 5:
+        problems.append("--max_seq_length must be at least 5 ([CLS] A [SEP] B [SEP]).")
+    if not 0 < flags.masked_lm_prob < 1:
+        problems.append("--masked_lm_prob must be between 0 and 1.")
+    if not 0 <= flags.short_seq_prob <= 1:
+        problems.append("--short_seq_prob must be between 0 and 1.")
+    for name in ("max_predictions_per_seq", "dupe_factor", "random_document_pool",
+                 "max_line_bytes"):
+        if getattr(flags, name) < 1:
+            problems.append(f"--{name} must be at least 1.")
+    if flags.num_shards < 0:
+        problems.append("--num_shards must be 0 (automatic) or more.")
+    if problems:
+        parser.error(" ".join(problems))
+    return flags, beam_arguments
+
+
+def split_sentences(text):
+    """Sentences of a jsonl document (see the module docstring)."""
+    return [sentence.strip() for sentence in SENTENCE_BOUNDARY.split(text)
+            if sentence.strip()]
+
+
+class ReadDocuments(beam.DoFn):
+    """Reads one text file into documents (lists of sentence strings).
+
+    Counts lines (read, used, skipped as blank or too long, repaired) and
+    documents read, in a dict emitted once per bundle under `COUNTS_TAG`.
+    """
+
+    def __init__(self, max_line_bytes):
+        self._max_line_bytes = max_line_bytes
+
+    def start_bundle(self):
+        self._counts = {}
+
+    def _count(self, name, value=1):
+        self._counts[name] = self._counts.get(name, 0) + value
+
+    def process(self, readable_file):
+        document = []
+        with readable_file.open() as file:
+            while raw := file.readline():
+                self._count("lines_read")
+                raw = raw.rstrip(b"\r\n")
+                if len(raw) > self._max_line_bytes:
+                    self._count("lines_skipped_too_long")
+                    continue
+                text, invalid_utf8, nul = text_input.decode_line(raw)
+                self._count("lines_with_invalid_utf8", invalid_utf8)
+                self._count("lines_with_nul", nul)
+                if text.strip():
+                    self._count("lines_used")
+                    document.append(text)
+                    continue
+                self._count("lines_skipped_blank")
+                if document:
+                    self._count("documents_read")
+                    yield document
+                document = []
+        if document:
+            self._count("documents_read")
+            yield document
+
+    def finish_bundle(self):
+        yield counts_output(self._counts)
+
+
+class SplitJsonlDocuments(beam.DoFn):
+    """Turns each jsonl record's text into a document of sentences."""
+
+    def start_bundle(self):
+        self._counts = {}
+
+    def process(self, text):
+        self._counts["documents_read"] = self._counts.get("documents_read", 0) + 1
+        yield split_sentences(text)
+
+    def finish_bundle(self):
+        yield counts_output(self._counts)
+
+
+def counts_output(counts):
+    for name, value in counts.items():
+        if value:
+            beam.metrics.Metrics.counter(NAMESPACE, name).inc(value)
+    return beam.pvalue.TaggedOutput(
+        COUNTS_TAG, beam.transforms.window.GlobalWindows.windowed_value(dict(counts))
+    )
+
+
+class TokenizeDocuments(beam.DoFn):
+    """Tokenizes a batch of documents in one in-graph tokenizer call.
+
+    Emits `(document_key, document)` with every sentence as a list of ids;
+    sentences with no tokens are dropped, as in the original, and documents
+    left with none are counted as skipped ("empty").
+    """
+
+    def __init__(self, vocab_file, lower_case):
+        self._vocab_file = vocab_file
+        self._lower_case = lower_case
+
+    def setup(self):
+        tokenizer = BertTokenizer(self._vocab_file, lower_case=self._lower_case)
+        self._unk_id = tokenizer.unk_id
+        self._tokenize = tf.function(
+            tokenizer.tokenize, input_signature=[tf.TensorSpec([None], tf.string)]
+        )
+
+    def start_bundle(self):
+        self._counts = {}
+
+    def _count(self, name, value=1):
+        self._counts[name] = self._counts.get(name, 0) + value
+
+    def process(self, documents):
+        sentences = [sentence for document in documents for sentence in document]
+        ids = self._tokenize(tf.constant(sentences, dtype=tf.string))
+        flat_ids = ids.flat_values.numpy()
+        splits = ids.row_splits.numpy()
+        self._count("tokens", len(flat_ids))
+        self._count("unknown_tokens", int(np.count_nonzero(flat_ids == self._unk_id)))
+        flat_ids = flat_ids.tolist()
+        sentence_index = 0
+        for document in documents:
+            tokenized = []
+            for _ in document:
+                start, end = splits[sentence_index], splits[sentence_index + 1]
+                sentence_index += 1
+                if end > start:
+                    tokenized.append(flat_ids[start:end])
+            if tokenized:
+                self._count("documents_used")
+                self._count("sentences", len(tokenized))
+                yield pretraining_instances.document_key(tokenized), tokenized
+            else:
+                self._count("documents_skipped_empty")
+
+    def finish_bundle(self):
+        yield counts_output(self._counts)
+
+
+def bucket_of(key, document_count, pool_size):
+    buckets = max(1, math.ceil(document_count / pool_size))
+    return int.from_bytes(key[:8], "big") % buckets
+
+
+class CreateInstances(beam.DoFn):
+    """Creates and serializes the instances of one bucket of documents."""
+
+    def __init__(self, config, flags):
+        self._config = config
+        self._dupe_factor = flags.dupe_factor
+        self._seed = flags.random_seed
+        self._max_seq_length = flags.max_seq_length
+        self._max_predictions = flags.max_predictions_per_seq
+
+    def start_bundle(self):
+        self._counts = {}
+
+    def _count(self, name, value=1):
+        self._counts[name] = self._counts.get(name, 0) + value
+
+    def process(self, bucket_and_documents):
+        _, keyed_documents = bucket_and_documents
+        keyed_documents = sorted(keyed_documents, key=lambda pair: pair[0])
+        documents = [document for _, document in keyed_documents]
+        for dupe_index in range(self._dupe_factor):
+            for index, (key, _) in enumerate(keyed_documents):
+                rng = random.Random(
+                    pretraining_instances.document_seed(self._seed, key, dupe_index)
+                )
+                for instance in pretraining_instances.create_instances_from_document(
+                    documents, index, rng, self._config
+                ):
+                    self._record(instance)
+                    yield pretraining_schema.serialize_instance(
+                        instance.input_ids,
+                        instance.segment_ids,
+                        instance.masked_lm_positions,
+                        instance.masked_lm_ids,
+                        instance.is_random_next,
+                        self._max_seq_length,
+                        self._max_predictions,
+                    )
+
+    def _record(self, instance):
+        length = len(instance.input_ids)
+        self._count("instances")
+        self._count("instance_tokens", length)
+        self._count(f"length_bin_{length // LENGTH_BIN}")
+        self._count("truncated_instances", instance.truncated)
+        self._count("random_next_instances", instance.is_random_next)
+        self._count("masked_positions", len(instance.masked_lm_positions))
+        for kind, value in instance.replacements.items():
+            self._count(f"replaced_{kind}", value)
+
+    def finish_bundle(self):
+        yield counts_output(self._counts)
+
+
+class AddCounts(beam.CombineFn):
+    """Adds dicts of counts key by key."""
+
+    def create_accumulator(self):
+        return {}
+
+    def add_input(self, accumulator, counts):
+        for name, value in counts.items():
+            accumulator[name] = accumulator.get(name, 0) + value
+        return accumulator
+
+    def merge_accumulators(self, accumulators):
+        merged = {}
+        for accumulator in accumulators:
+            self.add_input(merged, accumulator)
+        return merged
+
+    def extract_output(self, accumulator):
+        return accumulator
+
+
+def share(part, whole):
+    return part / whole if whole else 0.0
+
+
+def stats_from_counts(counts, flags, beam_arguments):
+    """The stats.json dict from the summed counts."""
+    counts = dict(counts)
+    get = lambda name: counts.get(name, 0)  # noqa: E731
+    instances = get("instances")
+    masked = get("masked_positions")
+    histogram = {
+        f"{b * LENGTH_BIN:04d}-{(b + 1) * LENGTH_BIN - 1:04d}": get(f"length_bin_{b}")
+        for b in range(math.ceil((flags.max_seq_length + 1) / LENGTH_BIN))
+    }
+    return {
+        "parameters": {**vars(flags), "beam_arguments": list(beam_arguments)},
+        "random_seed": flags.random_seed,
+        "lines": {
+            "read": get("lines_read"),
+            "used": get("lines_used"),
+            "skipped": {reason: get(f"lines_skipped_{reason}")
+                        for reason in ("blank", "too_long", "bad_json", "not_object",
+                                       "missing_text", "text_not_string")},
+            "repaired": {"invalid_utf8": get("lines_with_invalid_utf8"),
+                         "nul": get("lines_with_nul")},
+        },
+        "documents": {
+            "read": get("documents_read"),
+            "used": get("documents_used"),
+            "skipped": {"empty": get("documents_skipped_empty")},
+        },
+        "sentences": get("sentences"),
+        "tokens": get("tokens"),
+        "unk_share": share(get("unknown_tokens"), get("tokens")),
+        "instances": instances,
+        "instance_tokens": get("instance_tokens"),
+        "mean_instance_length": share(get("instance_tokens"), instances),
+        "instance_length_histogram": histogram,
+        "truncated_instances": get("truncated_instances"),
+        "masked_positions": masked,
+        "mask_rate": share(masked, get("instance_tokens")),
+        "replacement_shares": {
+            kind: share(get(f"replaced_{kind}"), masked)
+            for kind in ("mask", "random", "unchanged")
+        },
+        "nsp_random_share": share(get("random_next_instances"), instances),
+    }
+
+
+def write_json(path, value):
+    with FileSystems.create(path) as file:
+        file.write(json.dumps(value, indent=2, sort_keys=True).encode("utf-8"))
+
+
+def build_pipeline(pipeline, flags, beam_arguments, config):
+    """Adds the whole job to `pipeline`."""
+    patterns = text_input.parse_patterns(flags.input_file)
+    if flags.input_format == "text":
+        files = text_input.match_input_files(patterns)
+        read = (
+            pipeline
+            | "ListFiles" >> beam.Create(files)
+            | "MatchFiles" >> fileio.MatchAll()
+            | "OpenFiles" >> fileio.ReadMatches()
+            | "ReadDocuments" >> beam.ParDo(ReadDocuments(flags.max_line_bytes))
+            .with_outputs(COUNTS_TAG, main="documents")
+        )
+        documents, read_counts = read.documents, [read[COUNTS_TAG]]
+    else:
+        texts, line_counts = pipeline | "ReadJsonl" >> text_input.ReadTextLines(
+            patterns, "jsonl"
+        )
+        split = texts | "SplitSentences" >> beam.ParDo(
+            SplitJsonlDocuments()
+        ).with_outputs(COUNTS_TAG, main="documents")
+        documents, read_counts = split.documents, [line_counts, split[COUNTS_TAG]]
+
+    tokenized = (
+        documents
+        | "Spread" >> beam.Reshuffle()
+        | "Batch" >> beam.BatchElements(
+            min_batch_size=1, max_batch_size=4096,
+            element_size_fn=lambda document: len(document),
+        )
+        | "Tokenize" >> beam.ParDo(
+            TokenizeDocuments(flags.vocab_file, flags.do_lower_case)
+        ).with_outputs(COUNTS_TAG, main="documents")
+    )
+    document_count = tokenized.documents | "CountDocuments" >> beam.combiners.Count.Globally()
+    instances = (
+        tokenized.documents
+        | "Bucket" >> beam.Map(
+            lambda keyed, count: (bucket_of(keyed[0], count, flags.random_document_pool), keyed),
+            count=beam.pvalue.AsSingleton(document_count),
+        )
+        | "GroupBuckets" >> beam.GroupByKey()
+        | "CreateInstances" >> beam.ParDo(CreateInstances(config, flags))
+        .with_outputs(COUNTS_TAG, main="records")
+    )
+    compressed = flags.gzip
+    (
+        instances.records
+        | "ShuffleRecords" >> beam.Reshuffle()
+        | "Write" >> beam.io.WriteToTFRecord(
+            os.path.join(flags.output_dir, "pretraining"),
+            file_name_suffix=".tfrecord.gz" if compressed else ".tfrecord",
+            num_shards=flags.num_shards,
+            compression_type=CompressionTypes.GZIP if compressed else CompressionTypes.UNCOMPRESSED,
+        )
+    )
+    all_counts = (
+        [*read_counts, tokenized[COUNTS_TAG], instances[COUNTS_TAG]]
+        | "AllCounts" >> beam.Flatten()
+        | "SumCounts" >> beam.CombineGlobally(AddCounts())
+    )
+    stats_path = os.path.join(flags.output_dir, "stats.json")
+    _ = all_counts | "WriteStats" >> beam.Map(
+        lambda counts: write_json(stats_path, stats_from_counts(counts, flags, beam_arguments))
+    )
+
+
+def main(argv=None):
+    """Runs the job; returns the stats dict (also written to stats.json)."""
+    flags, beam_arguments = parse_arguments(argv)
+    vocabulary = load_vocabulary(flags.vocab_file)
+    config = pretraining_instances.config_from_vocabulary(
+        vocabulary,
+        max_seq_length=flags.max_seq_length,
+        max_predictions_per_seq=flags.max_predictions_per_seq,
+        masked_lm_prob=flags.masked_lm_prob,
+        short_seq_prob=flags.short_seq_prob,
+        do_whole_word_mask=flags.do_whole_word_mask,
+        dynamic_masking=flags.dynamic_masking,
+    )
+    if not FileSystems.exists(flags.output_dir):
+        FileSystems.mkdirs(flags.output_dir)
+    start = time.monotonic()
+    pipeline = beam.Pipeline(options=pipeline_options(beam_arguments))
+    build_pipeline(pipeline, flags, beam_arguments, config)
+    state = pipeline.run().wait_until_finish()
+    if state != beam.runners.runner.PipelineState.DONE:
+        raise RuntimeError(f"The pretraining-data pipeline ended in state {state}.")
+    with FileSystems.open(os.path.join(flags.output_dir, "stats.json")) as file:
+        stats = json.loads(file.read().decode("utf-8"))
+    LOGGER.info(
+        "Wrote %d instances from %d documents to %s in %.1f s (mean length %.1f, "
+        "mask rate %.4f, NSP random share %.3f).",
+        stats["instances"], stats["documents"]["used"], flags.output_dir,
+        time.monotonic() - start, stats["mean_instance_length"], stats["mask_rate"],
+        stats["nsp_random_share"],
+    )
+    return stats
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO)
+    logging.getLogger("apache_beam").setLevel(logging.WARNING)
+    from pipelines import pretraining_data
+
+    pretraining_data.main()

@@ -1,0 +1,197 @@
+"""End-to-end tests of the Beam pretraining-data job on real and bad input."""
+
+import collections
+import gzip
+import json
+
+import pytest
+import tensorflow as tf
+
+from pipelines import pretraining_data
+from tfnlp.data import pretraining_schema
+
+UNCASED = "vocab/bert-base-uncased-vocab.txt"
+
+
+def gutenberg_sample(shared_data_dir, lines_per_book):
+    """The first lines of each of the 16 books (16 documents)."""
+    books, book = [], []
+    with open(shared_data_dir / "mono/gutenberg-16-books.txt", encoding="utf-8") as file:
+        for line in file:
+            if line.strip():
+                book.append(line)
+            elif book:
+                books.append(book)
+                book = []
+    if book:
+        books.append(book)
+    return "\n".join("".join(book[:lines_per_book]) for book in books)
+
+
+def run_job(shared_data_dir, input_file, output_dir, *arguments):
+    return pretraining_data.main([
+        f"--input_file={input_file}",
+        f"--vocab_file={shared_data_dir / UNCASED}",
+        f"--output_dir={output_dir}",
+        *arguments,
+    ])
+
+
+def read_records(output_dir):
+    records = []
+    for path in sorted(output_dir.glob("pretraining-*")):
+        compression = "GZIP" if path.name.endswith(".gz") else ""
+        records.extend(
+            record.numpy()
+            for record in tf.data.TFRecordDataset(str(path), compression_type=compression)
+        )
+    return records
+
+
+def parse(records, max_seq_length=128, max_predictions=20):
+    return pretraining_schema.parse_examples(
+        tf.constant(records), max_seq_length, max_predictions
+    )
+
+
+@pytest.fixture(scope="module")
+def gutenberg_run(shared_data_dir, tmp_path_factory):
+    output = tmp_path_factory.mktemp("gutenberg") / "output"
+    stats = run_job(shared_data_dir, shared_data_dir / "mono/gutenberg-16-books.txt",
+                    output, "--dupe_factor=1", "--random_seed=12345", "--num_shards=2")
+    return stats, output
+
+
+def test_real_text_matches_the_original_distribution(gutenberg_run):
+    """The original on gutenberg-16-books (uncased, seq 128, 20 predictions,
+    dupe factor 1, seed 12345) gives 18,138 instances, mean length 117.7,
+    mask rate 0.1485, 80.0/10.0/10.0 and NSP random share 0.542."""
+    stats, _ = gutenberg_run
+    assert stats["documents"]["used"] == 17
+    assert stats["instances"] == pytest.approx(18138, rel=0.10)
+    assert stats["mean_instance_length"] == pytest.approx(117.7, rel=0.03)
+    assert stats["mask_rate"] == pytest.approx(0.1485, abs=0.005)
+    shares = stats["replacement_shares"]
+    assert shares["mask"] == pytest.approx(0.80, abs=0.01)
+    assert shares["random"] == pytest.approx(0.10, abs=0.01)
+    assert shares["unchanged"] == pytest.approx(0.10, abs=0.01)
+    assert 0.50 <= stats["nsp_random_share"] <= 0.56
+
+
+def test_records_have_the_original_schema_and_account_for_the_stats(gutenberg_run):
+    stats, output = gutenberg_run
+    records = read_records(output)
+    assert len(records) == stats["instances"]
+    assert len(list(output.glob("pretraining-*-of-00002.tfrecord"))) == 2
+    features = parse(records)
+    lengths = tf.reduce_sum(features["input_mask"], axis=1).numpy()
+    assert int(lengths.sum()) == stats["instance_tokens"]
+    assert int(tf.reduce_sum(features["masked_lm_weights"]).numpy()) == stats["masked_positions"]
+    assert int(tf.reduce_sum(features["next_sentence_labels"]).numpy()) == round(
+        stats["nsp_random_share"] * stats["instances"]
+    )
+    assert (features["input_ids"][:, 0].numpy() == 101).all()
+    on_disk = json.loads((output / "stats.json").read_text())
+    assert on_disk == stats
+    assert sum(stats["instance_length_histogram"].values()) == stats["instances"]
+
+
+def test_same_records_with_one_or_two_worker_processes(shared_data_dir, tmp_path):
+    corpus = tmp_path / "sample.txt"
+    corpus.write_text(gutenberg_sample(shared_data_dir, 40), encoding="utf-8")
+    outputs = {}
+    for workers in (1, 2):
+        output = tmp_path / f"workers_{workers}"
+        run_job(shared_data_dir, corpus, output, "--dupe_factor=2",
+                f"--direct_num_workers={workers}",
+                "--direct_running_mode=multi_processing")
+        outputs[workers] = collections.Counter(read_records(output))
+    assert sum(outputs[1].values()) > 100
+    assert outputs[1] == outputs[2]
+
+
+def test_same_records_however_the_input_is_split_into_files(shared_data_dir, tmp_path):
+    text = gutenberg_sample(shared_data_dir, 30)
+    documents = text.split("\n\n")
+    whole = tmp_path / "whole"
+    whole.mkdir()
+    (whole / "all.txt").write_text(text, encoding="utf-8")
+    split = tmp_path / "split"
+    split.mkdir()
+    for index, document in enumerate(documents):
+        (split / f"part{index:02d}.txt").write_text(document, encoding="utf-8")
+    records = {}
+    for name in ("whole", "split"):
+        run_job(shared_data_dir, tmp_path / name / "*.txt", tmp_path / f"out_{name}")
+        records[name] = collections.Counter(read_records(tmp_path / f"out_{name}"))
+    assert records["whole"] == records["split"]
+
+
+def test_bad_input_is_counted_not_fatal(shared_data_dir, tmp_path):
+    corpus = tmp_path / "bad.txt"
+    corpus.write_bytes(
+        b"A first sentence with a bad byte \xff here.\nAnd a NUL \x00 byte.\n\n"
+        b"\x00\x01\n\n"  # a document with no tokens
+        + b"x" * 10_000_001 + b"\n"  # a 10 MB line, skipped
+        + b"Another document has words.\nIt has two sentences.\n"
+    )
+    (tmp_path / "empty.txt").write_bytes(b"")
+    stats = run_job(shared_data_dir, f"{corpus},{tmp_path / 'empty.txt'}",
+                    tmp_path / "out", "--dupe_factor=1")
+    assert stats["lines"]["read"] == 8
+    assert stats["lines"]["skipped"]["too_long"] == 1
+    assert stats["lines"]["skipped"]["blank"] == 2
+    assert stats["lines"]["repaired"] == {"invalid_utf8": 1, "nul": 2}
+    assert stats["documents"]["read"] == 3
+    assert stats["documents"]["used"] == 2
+    assert stats["documents"]["skipped"] == {"empty": 1}
+    assert stats["instances"] >= 2
+
+
+def test_a_glob_matching_nothing_is_an_error_before_the_job(shared_data_dir, tmp_path):
+    with pytest.raises(FileNotFoundError, match="nothing_here"):
+        run_job(shared_data_dir, tmp_path / "nothing_here*.txt", tmp_path / "out")
+
+
+def test_jsonl_documents_are_split_into_sentences(shared_data_dir, tmp_path):
+    corpus = tmp_path / "docs.jsonl"
+    corpus.write_text(
+        json.dumps({"id": "a", "text": "The cat sat. It was happy! Was it? Yes."}) + "\n"
+        + json.dumps({"text": "Dr. Who arrived.\nThen he left."}) + "\n"
+        + "{not json\n" + json.dumps({"title": "no text"}) + "\n",
+        encoding="utf-8",
+    )
+    stats = run_job(shared_data_dir, corpus, tmp_path / "out", "--input_format=jsonl",
+                    "--dupe_factor=1")
+    assert stats["documents"]["read"] == 2
+    assert stats["lines"]["skipped"]["bad_json"] == 1
+    assert stats["lines"]["skipped"]["missing_text"] == 1
+    assert stats["sentences"] == 7
+    assert pretraining_data.split_sentences("The cat sat. It was happy! Was it? Yes.") == [
+        "The cat sat.", "It was happy!", "Was it?", "Yes."
+    ]
+
+
+def test_dynamic_masking_writes_unmasked_gzip_records(shared_data_dir, tmp_path):
+    corpus = tmp_path / "sample.txt"
+    corpus.write_text(gutenberg_sample(shared_data_dir, 20), encoding="utf-8")
+    output = tmp_path / "out"
+    stats = run_job(shared_data_dir, corpus, output, "--dynamic_masking", "--gzip",
+                    "--dupe_factor=1", "--do_whole_word_mask=true")
+    paths = list(output.glob("pretraining-*.tfrecord.gz"))
+    assert paths and gzip.open(paths[0]).read(1) is not None
+    features = parse(read_records(output))
+    assert stats["masked_positions"] == 0
+    assert float(tf.reduce_sum(features["masked_lm_weights"])) == 0.0
+    assert not (features["input_ids"].numpy() == 103).any()
+
+
+def test_original_flag_spellings_are_accepted():
+    flags, beam_arguments = pretraining_data.parse_arguments([
+        "--input_file=a.txt", "--vocab_file=v.txt", "--output_dir=out",
+        "--do_lower_case=False", "--do_whole_word_mask", "--nogzip",
+        "--runner=DirectRunner",
+    ])
+    assert flags.do_lower_case is False and flags.do_whole_word_mask is True
+    assert flags.gzip is False
+    assert beam_arguments == ["--runner=DirectRunner"]
