@@ -248,8 +248,12 @@ class TokenizeDocuments(beam.DoFn):
     def setup(self):
         tokenizer = BertTokenizer(self._vocab_file, lower_case=self._lower_case)
         self._unk_id = tokenizer.unk_id
+        # No AutoGraph: the tokenizer has no Python control flow on tensors,
+        # and converting it costs seconds per worker.
         self._tokenize = tf.function(
-            tokenizer.tokenize, input_signature=[tf.TensorSpec([None], tf.string)]
+            tokenizer.tokenize,
+            input_signature=[tf.TensorSpec([None], tf.string)],
+            autograph=False,
         )
 
     def start_bundle(self):

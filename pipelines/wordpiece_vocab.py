@@ -248,7 +248,7 @@ class CountWords(beam.DoFn):
     def setup(self):
         lower_case = self._lower_case
 
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
         def split_words(lines):
             lines = normalization.normalize(lines, lower_case)
             words = tf_text.regex_split(
