@@ -5,7 +5,7 @@
       [--do_lower_case=true] [--max_seq_length=128] [--max_predictions_per_seq=20] \\
       [--masked_lm_prob=0.15] [--short_seq_prob=0.1] [--dupe_factor=10] \\
       [--random_seed=12345] [--do_whole_word_mask] [--num_shards=N] [--gzip] \\
-      [--dynamic_masking] [--input_format=text|jsonl] [--random_document_pool=1000] \\
+      [--dynamic_masking] [--input_format=text|jsonl] [--random_pool_tokens=2000000] \\
       [Beam options: --runner, --direct_num_workers, --direct_running_mode, ...]
 
 The flags are those of google-research/bert's `create_pretraining_data.py`
@@ -39,12 +39,13 @@ since documents span lines), sentences are tokenized in batches with the
 in-graph `tfnlp.text.BertTokenizer`, and documents are spread over buckets
 by a hash of their content. The original draws a "random next" segment from
 any document of the whole corpus, which needs the corpus in memory; here
-it comes from the other documents of the same bucket, about
-`--random_document_pool` of them, so one worker holds one bucket, never the
-corpus. The trade-off: random segments come from a random sample of ~1000
-documents rather than from all of them, which changes nothing in the
-distribution of instances as long as the pool is large next to one
-document. A corpus smaller than the pool is one bucket, as in the original.
+it comes from the other documents of the same bucket, which hold about
+`--random_pool_tokens` tokens (2 million: a few thousand typical documents),
+so one worker holds one bucket, never the corpus. The trade-off: random
+segments come from a random sample of the corpus rather than from all of
+it, which changes nothing in the distribution of instances as long as the
+pool is large next to one document. A corpus smaller than the pool is one
+bucket, as in the original.
 
 Determinism: each document and dupe pass gets its own random generator,
 seeded from a hash of `--random_seed`, the document's content and the pass
@@ -135,9 +136,9 @@ def parse_arguments(argv=None):
                  "each epoch.")
     parser.add_argument("--input_format", choices=text_input.INPUT_FORMATS,
                         default="text")
-    parser.add_argument("--random_document_pool", type=int, default=1000,
-                        help="About how many documents a bucket holds; random "
-                        "next segments come from the same bucket.")
+    parser.add_argument("--random_pool_tokens", type=int, default=2_000_000,
+                        help="About how many tokens a bucket of documents holds; "
+                        "random next segments come from the same bucket.")
     parser.add_argument("--max_line_bytes", type=int, default=1_000_000,
                         help="Longer lines are skipped (and counted).")
     flags, beam_arguments = parser.parse_known_args(argv)
@@ -148,7 +149,7 @@ def parse_arguments(argv=None):
         problems.append("--masked_lm_prob must be between 0 and 1.")
     if not 0 <= flags.short_seq_prob <= 1:
         problems.append("--short_seq_prob must be between 0 and 1.")
-    for name in ("max_predictions_per_seq", "dupe_factor", "random_document_pool",
+    for name in ("max_predictions_per_seq", "dupe_factor", "random_pool_tokens",
                  "max_line_bytes"):
         if getattr(flags, name) < 1:
             problems.append(f"--{name} must be at least 1.")
@@ -289,8 +290,10 @@ class TokenizeDocuments(beam.DoFn):
         yield counts_output(self._counts)
 
 
-def bucket_of(key, document_count, pool_size):
-    buckets = max(1, math.ceil(document_count / pool_size))
+def bucket_of(key, corpus_tokens, pool_tokens):
+    """The bucket of the document with content key `key`: one of
+    `ceil(corpus_tokens / pool_tokens)` buckets, by the key's hash."""
+    buckets = max(1, math.ceil(corpus_tokens / pool_tokens))
     return int.from_bytes(key[:8], "big") % buckets
 
 
@@ -457,12 +460,18 @@ def build_pipeline(pipeline, flags, beam_arguments, config):
             TokenizeDocuments(flags.vocab_file, flags.do_lower_case)
         ).with_outputs(COUNTS_TAG, main="documents")
     )
-    document_count = tokenized.documents | "CountDocuments" >> beam.combiners.Count.Globally()
+    corpus_tokens = (
+        tokenized.documents
+        | "DocumentTokens" >> beam.Map(lambda keyed: sum(map(len, keyed[1])))
+        | "CorpusTokens" >> beam.CombineGlobally(sum)
+    )
     instances = (
         tokenized.documents
         | "Bucket" >> beam.Map(
-            lambda keyed, count: (bucket_of(keyed[0], count, flags.random_document_pool), keyed),
-            count=beam.pvalue.AsSingleton(document_count),
+            lambda keyed, tokens: (
+                bucket_of(keyed[0], tokens, flags.random_pool_tokens), keyed
+            ),
+            tokens=beam.pvalue.AsSingleton(corpus_tokens),
         )
         | "GroupBuckets" >> beam.GroupByKey()
         | "CreateInstances" >> beam.ParDo(CreateInstances(config, flags))

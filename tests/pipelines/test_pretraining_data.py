@@ -102,7 +102,9 @@ def test_same_records_with_one_or_two_worker_processes(shared_data_dir, tmp_path
     outputs = {}
     for workers in (1, 2):
         output = tmp_path / f"workers_{workers}"
+        # A small pool, so the documents spread over several buckets.
         run_job(shared_data_dir, corpus, output, "--dupe_factor=2",
+                "--random_pool_tokens=5000",
                 f"--direct_num_workers={workers}",
                 "--direct_running_mode=multi_processing")
         outputs[workers] = collections.Counter(read_records(output))
@@ -146,6 +148,18 @@ def test_bad_input_is_counted_not_fatal(shared_data_dir, tmp_path):
     assert stats["documents"]["used"] == 2
     assert stats["documents"]["skipped"] == {"empty": 1}
     assert stats["instances"] >= 2
+
+
+def test_buckets_hold_about_the_pool_size(shared_data_dir, tmp_path):
+    corpus = tmp_path / "sample.txt"
+    corpus.write_text(gutenberg_sample(shared_data_dir, 40), encoding="utf-8")
+    stats = run_job(shared_data_dir, corpus, tmp_path / "out", "--dupe_factor=1",
+                    "--random_pool_tokens=3000")
+    assert pretraining_data.bucket_of(b"\x00" * 7 + b"\x05", 9000, 3000) == 2
+    assert pretraining_data.bucket_of(b"\xff" * 8, 100, 3000) == 0
+    assert stats["tokens"] > 3 * 3000
+    assert stats["instances"] > 0
+    assert 0.3 < stats["nsp_random_share"] < 0.8
 
 
 def test_a_glob_matching_nothing_is_an_error_before_the_job(shared_data_dir, tmp_path):
