@@ -37,10 +37,14 @@ The original's algorithm, per document (`create_instances_from_document`):
    id with probability 0.1 (which may happen to be the original id). The
    positions are returned in ascending order with their original ids.
 
-For the non-whole-word path, the random calls (`random.Random.random`,
-`randint` and `shuffle`) are made in exactly the original's number and
-order, so the same `random.Random` state follows the same random stream as
-the original and gives the same instances for one document. With
+The random calls (`random.Random.random`, `randint` and `shuffle`) are made
+in exactly the original's number and order, so the same `random.Random`
+state follows the same random stream as the original and gives the same
+instances for one document, with one exception made for speed: without
+whole-word masking the masked positions are drawn with `random.sample`,
+which gives the same distribution (a uniformly random subset of the
+candidates) with far fewer draws than shuffling every candidate. With
+`do_whole_word_mask` and no "##" pieces, the stream is the original's. With
 `dynamic_masking`, masking is left to the reader (which masks again each
 epoch), no masking draws are made here, and the stream differs from the
 original from the second instance on.
@@ -297,6 +301,10 @@ def create_masked_lm_predictions(token_ids, rng, config):
     """
     cls_id = config.cls_id
     sep_id = config.sep_id
+    num_to_predict = min(
+        config.max_predictions_per_seq,
+        max(1, int(round(len(token_ids) * config.masked_lm_prob))),
+    )
     if config.do_whole_word_mask:
         continuation_ids = config.continuation_ids
         words = []
@@ -309,18 +317,19 @@ def create_masked_lm_predictions(token_ids, rng, config):
                 words[-1].append(position)
             else:
                 words.append([position])
+        rng.shuffle(words)
     else:
-        words = [
-            (position,)
+        candidates = [
+            position
             for position, token_id in enumerate(token_ids)
             if token_id != cls_id and token_id != sep_id
         ]
-    rng.shuffle(words)
-
-    num_to_predict = min(
-        config.max_predictions_per_seq,
-        max(1, int(round(len(token_ids) * config.masked_lm_prob))),
-    )
+        # Shuffling every candidate and taking the first `num_to_predict`
+        # (the original) picks a uniformly random subset; `sample` picks the
+        # same distribution with `num_to_predict` draws instead of one per
+        # candidate, which was half the job's time.
+        chosen = rng.sample(candidates, min(num_to_predict, len(candidates)))
+        words = [(position,) for position in chosen]
     mask_id = config.mask_id
     last_id = config.vocab_size - 1
     counts = {MASK: 0, RANDOM: 0, UNCHANGED: 0}
