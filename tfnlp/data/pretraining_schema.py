@@ -151,10 +151,12 @@ def serialize_instance(
     [1.0, 0.0]
     """
     _check_sizes(max_seq_length, max_predictions_per_seq)
-    input_ids = [int(value) for value in input_ids]
-    segment_ids = [int(value) for value in segment_ids]
-    masked_lm_positions = [int(value) for value in masked_lm_positions]
-    masked_lm_ids = [int(value) for value in masked_lm_ids]
+    # Lists as they are (the Beam job passes lists of ints, and protobuf
+    # checks the element types); anything else is copied into one.
+    input_ids, segment_ids, masked_lm_positions, masked_lm_ids = (
+        values if isinstance(values, list) else list(values)
+        for values in (input_ids, segment_ids, masked_lm_positions, masked_lm_ids)
+    )
     length = len(input_ids)
     predictions = len(masked_lm_positions)
 
