@@ -351,27 +351,6 @@ class CreateInstances(beam.DoFn):
         yield counts_output(self._counts)
 
 
-class AddCounts(beam.CombineFn):
-    """Adds dicts of counts key by key."""
-
-    def create_accumulator(self):
-        return {}
-
-    def add_input(self, accumulator, counts):
-        for name, value in counts.items():
-            accumulator[name] = accumulator.get(name, 0) + value
-        return accumulator
-
-    def merge_accumulators(self, accumulators):
-        merged = {}
-        for accumulator in accumulators:
-            self.add_input(merged, accumulator)
-        return merged
-
-    def extract_output(self, accumulator):
-        return accumulator
-
-
 def share(part, whole):
     return part / whole if whole else 0.0
 
@@ -491,7 +470,7 @@ def build_pipeline(pipeline, flags, beam_arguments, config):
     all_counts = (
         [*read_counts, tokenized[COUNTS_TAG], instances[COUNTS_TAG]]
         | "AllCounts" >> beam.Flatten()
-        | "SumCounts" >> beam.CombineGlobally(AddCounts())
+        | "SumCounts" >> beam.CombineGlobally(text_input.SumCounts())
     )
     stats_path = os.path.join(flags.output_dir, "stats.json")
     _ = all_counts | "WriteStats" >> beam.Map(

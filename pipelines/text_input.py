@@ -221,8 +221,8 @@ class _DecodeLines(beam.DoFn):
 
 
 class SumCounts(beam.CombineFn):
-    """Adds dicts of counts key by key; the result has every `COUNTER_NAMES`
-    key (zero when nothing was read)."""
+    """Adds dicts of counts key by key (any keys); the result has every
+    `COUNTER_NAMES` key (zero when nothing was read)."""
 
     def create_accumulator(self):
         return dict.fromkeys(COUNTER_NAMES, 0)
