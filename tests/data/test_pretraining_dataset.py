@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from tfnlp.data import pretraining_schema
-from tfnlp.data.pretraining_dataset import mask_dynamically, pretraining_dataset
+from tfnlp.data.pretraining_reader import mask_dynamically, pretraining_dataset
 
 PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4
 VOCAB_SIZE = 30522

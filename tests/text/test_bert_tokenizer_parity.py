@@ -1,5 +1,6 @@
-"""tfnlp's tokenizer against the original algorithm and Hugging Face, on real
-text and on every code point."""
+"""tfnlp's tokenizers (in-graph `BertTokenizer`, plain-Python
+`PlainBertTokenizer`) against the original algorithm and Hugging Face, on
+real text and on every code point."""
 
 import unicodedata
 
@@ -8,7 +9,7 @@ import tensorflow as tf
 from tokenizers import BertWordPieceTokenizer
 
 from tests.text.reference_bert_tokenizer import ReferenceBertTokenizer, clean_text
-from tfnlp.text import BertTokenizer
+from tfnlp.text import BertTokenizer, PlainBertTokenizer
 from tfnlp.text.normalization import normalize
 
 VOCABULARIES = {
@@ -31,14 +32,18 @@ def test_every_line_of_real_text_gives_the_ids_of_the_original(
     vocab_file, lower_case = VOCABULARIES[vocabulary]
     reference = ReferenceBertTokenizer(shared_data_dir / vocab_file, lower_case)
     tokenizer = BertTokenizer(shared_data_dir / vocab_file, lower_case=lower_case)
+    plain = PlainBertTokenizer(shared_data_dir / vocab_file, lower_case=lower_case)
     lines = read_lines(shared_data_dir / text)
     ours = tokenizer.tokenize(tf.constant(lines)).to_list()
-    different = [
-        index for index, line in enumerate(lines)
-        if ours[index] != reference.tokenize_to_ids(line)
-    ]
+    different = {"BertTokenizer": [], "PlainBertTokenizer": []}
+    for index, line in enumerate(lines):
+        expected = reference.tokenize_to_ids(line)
+        if ours[index] != expected:
+            different["BertTokenizer"].append(index)
+        if plain.tokenize(line) != expected:
+            different["PlainBertTokenizer"].append(index)
     assert len(lines) > 2000
-    assert different == [], f"{len(different)} lines differ, first: {different[:5]}"
+    assert different == {"BertTokenizer": [], "PlainBertTokenizer": []}
 
 
 def test_normalization_of_every_code_point_matches_the_original():
@@ -74,6 +79,33 @@ def test_normalization_of_every_code_point_matches_the_original():
 UNICODE_14_CAPITALS = {0x2C2F, 0xA7C0, 0xA7D0, 0xA7D6, 0xA7D8} | set(
     range(0x10570, 0x10596)
 )
+
+
+def test_plain_tokenizer_matches_the_original_on_every_code_point(tmp_path):
+    """Each assigned code point between two letters, tokenized with a
+    vocabulary of every character (alone and as a "##" continuation), so
+    that the ids spell out the normalized text."""
+    characters = [
+        chr(c) for c in range(0x110000)
+        if not 0xD800 <= c <= 0xDFFF and unicodedata.category(chr(c)) != "Cn"
+    ]
+    vocab_file = tmp_path / "characters.txt"
+    vocab_file.write_text(
+        "\n".join(["[UNK]", *characters, *("##" + c for c in characters)]) + "\n",
+        encoding="utf-8",
+    )
+    # Characters that are whitespace or empty after strip() cannot be file
+    # tokens; such a character maps to [UNK] in both tokenizers alike.
+    strings = ["x" + character + "y" for character in characters]
+    for lower_case in (True, False):
+        reference = ReferenceBertTokenizer(vocab_file, lower_case)
+        plain = PlainBertTokenizer(vocab_file, lower_case=lower_case)
+        mismatches = [
+            hex(ord(character))
+            for character, string in zip(characters, strings)
+            if plain.tokenize(string) != reference.tokenize_to_ids(string)
+        ]
+        assert mismatches == [], f"lower_case={lower_case}: {mismatches[:20]}"
 
 
 def reference_without_vocabulary(lower_case):

@@ -2,15 +2,23 @@
 
 - `pretraining_schema`: the BERT pretraining record (google-research/bert's
   features): `feature_spec`, `serialize_instance`, `parse_examples`.
-- `pretraining_dataset`: reads those shards into a batched `tf.data.Dataset`,
-  optionally masking them anew each epoch (`mask_dynamically`).
+- `pretraining_reader`: `pretraining_dataset` reads those shards into a
+  batched `tf.data.Dataset`, optionally masking them anew each epoch
+  (`mask_dynamically`).
+- `example_proto`: `tf.train.Example` as a plain protobuf message, for
+  writers that do not load TensorFlow.
 """
 
-from tfnlp.data import pretraining_schema
-from tfnlp.data.pretraining_dataset import mask_dynamically, pretraining_dataset
-from tfnlp.data.pretraining_schema import (
-    FEATURE_NAMES,
-    feature_spec,
-    parse_examples,
-    serialize_instance,
-)
+from tfnlp.lazy_imports import lazy_attributes
+
+__getattr__, __dir__ = lazy_attributes(__name__, {
+    "example_proto": "example_proto",
+    "pretraining_schema": "pretraining_schema",
+    "pretraining_reader": "pretraining_reader",
+    "pretraining_dataset": "pretraining_reader",
+    "FEATURE_NAMES": "pretraining_schema",
+    "feature_spec": "pretraining_schema",
+    "parse_examples": "pretraining_schema",
+    "serialize_instance": "pretraining_schema",
+    "mask_dynamically": "pretraining_reader",
+})

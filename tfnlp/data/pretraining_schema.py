@@ -19,14 +19,16 @@ With dynamic masking the writer stores the unmasked sequence and empty
 masked-LM lists (positions, ids and weights all zero); the reader
 (`tfnlp.data.pretraining_dataset`) then masks each epoch anew.
 
-The writer side (`serialize_instance`) is plain protobuf, cheap enough to run
-once per record in Beam workers, and gives the same bytes for the same
+The writer side (`serialize_instance`) is plain protobuf
+(`tfnlp.data.example_proto`), cheap enough to run once per record in Beam
+workers that never load TensorFlow, and gives the same bytes for the same
 instance (map keys are serialized in sorted order). The reader side
 (`feature_spec`, `parse_examples`) is TensorFlow ops and, like the original,
-casts int64 to int32.
+casts int64 to int32; it imports TensorFlow when first called, so that
+importing this module for writing costs no TensorFlow.
 """
 
-import tensorflow as tf
+from tfnlp.data import example_proto
 
 INPUT_IDS = "input_ids"
 INPUT_MASK = "input_mask"
@@ -80,6 +82,8 @@ def feature_spec(max_seq_length, max_predictions_per_seq):
     >>> spec["masked_lm_weights"]
     FixedLenFeature(shape=[20], dtype=tf.float32, default_value=None)
     """
+    import tensorflow as tf
+
     _check_sizes(max_seq_length, max_predictions_per_seq)
     sequence = [int(max_seq_length)]
     predictions = [int(max_predictions_per_seq)]
@@ -92,14 +96,6 @@ def feature_spec(max_seq_length, max_predictions_per_seq):
         MASKED_LM_WEIGHTS: tf.io.FixedLenFeature(predictions, tf.float32),
         NEXT_SENTENCE_LABELS: tf.io.FixedLenFeature([1], tf.int64),
     }
-
-
-def _int64_feature(values):
-    return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
-
-
-def _float_feature(values):
-    return tf.train.Feature(float_list=tf.train.FloatList(value=values))
 
 
 def serialize_instance(
@@ -144,7 +140,7 @@ def serialize_instance(
 
     >>> record = serialize_instance(
     ...     [101, 7592, 103, 102], [0, 0, 0, 0], [2], [2088], False, 8, 2)
-    >>> example = tf.train.Example.FromString(record)
+    >>> example = example_proto.Example.FromString(record)
     >>> list(example.features.feature["input_ids"].int64_list.value)
     [101, 7592, 103, 102, 0, 0, 0, 0]
     >>> list(example.features.feature["masked_lm_weights"].float_list.value)
@@ -191,18 +187,21 @@ def serialize_instance(
 
     sequence_padding = [0] * (max_seq_length - length)
     prediction_padding = [0] * (max_predictions_per_seq - predictions)
-    features = {
-        INPUT_IDS: _int64_feature(input_ids + sequence_padding),
-        INPUT_MASK: _int64_feature([1] * length + sequence_padding),
-        SEGMENT_IDS: _int64_feature(segment_ids + sequence_padding),
-        MASKED_LM_POSITIONS: _int64_feature(masked_lm_positions + prediction_padding),
-        MASKED_LM_IDS: _int64_feature(masked_lm_ids + prediction_padding),
-        MASKED_LM_WEIGHTS: _float_feature(
-            [1.0] * predictions + [0.0] * len(prediction_padding)
-        ),
-        NEXT_SENTENCE_LABELS: _int64_feature([1 if is_random_next else 0]),
-    }
-    example = tf.train.Example(features=tf.train.Features(feature=features))
+    example = example_proto.Example()
+    feature = example.features.feature
+    # Filling the message in place is twice as fast as building Feature
+    # objects and copying them in.
+    feature[INPUT_IDS].int64_list.value.extend(input_ids + sequence_padding)
+    feature[INPUT_MASK].int64_list.value.extend([1] * length + sequence_padding)
+    feature[SEGMENT_IDS].int64_list.value.extend(segment_ids + sequence_padding)
+    feature[MASKED_LM_POSITIONS].int64_list.value.extend(
+        masked_lm_positions + prediction_padding
+    )
+    feature[MASKED_LM_IDS].int64_list.value.extend(masked_lm_ids + prediction_padding)
+    feature[MASKED_LM_WEIGHTS].float_list.value.extend(
+        [1.0] * predictions + [0.0] * len(prediction_padding)
+    )
+    feature[NEXT_SENTENCE_LABELS].int64_list.value.append(1 if is_random_next else 0)
     # deterministic=True writes the feature map in sorted key order, so the
     # bytes do not depend on the protobuf implementation or insertion order.
     return example.SerializeToString(deterministic=True)
@@ -226,6 +225,7 @@ def parse_examples(serialized, max_seq_length, max_predictions_per_seq):
 
     Example:
 
+    >>> import tensorflow as tf
     >>> record = serialize_instance([101, 7592, 102], [0, 0, 0], [], [], True, 4, 2)
     >>> features = parse_examples(tf.constant([record]), 4, 2)
     >>> features["input_ids"].numpy().tolist()
@@ -233,6 +233,8 @@ def parse_examples(serialized, max_seq_length, max_predictions_per_seq):
     >>> features["next_sentence_labels"].numpy().tolist()
     [[1]]
     """
+    import tensorflow as tf
+
     spec = feature_spec(max_seq_length, max_predictions_per_seq)
     serialized = tf.convert_to_tensor(serialized, dtype=tf.string)
     if serialized.shape.rank == 0:

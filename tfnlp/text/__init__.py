@@ -1,5 +1,22 @@
-"""Text: the in-graph BERT tokenizer, vocabularies and input packing."""
+"""Text: BERT tokenizers, vocabularies and input packing.
 
-from tfnlp.text.bert_tokenizer import BertTokenizer
-from tfnlp.text.packing import pack_inputs
-from tfnlp.text.vocabulary import SPECIAL_TOKENS, load_vocabulary, write_vocabulary
+- `BertTokenizer`: the in-graph tokenizer (a Keras layer on tensorflow-text),
+  for tf.data, models and SavedModels;
+- `PlainBertTokenizer`: the same ids in plain Python, for Beam workers that
+  do not load TensorFlow;
+- `pack_inputs`, `load_vocabulary`, `write_vocabulary`, `SPECIAL_TOKENS`.
+
+Modules that need TensorFlow load on first use (`tfnlp.lazy_imports`).
+"""
+
+from tfnlp.lazy_imports import lazy_attributes
+
+__getattr__, __dir__ = lazy_attributes(__name__, {
+    "BertTokenizer": "bert_tokenizer",
+    "PlainBertTokenizer": "plain_bert_tokenizer",
+    "pack_inputs": "packing",
+    "SPECIAL_TOKENS": "vocabulary",
+    "load_vocabulary": "vocabulary",
+    "write_vocabulary": "vocabulary",
+    "normalization": "normalization",
+})
