@@ -35,9 +35,10 @@ skipped, and every case is counted with its reason in the stats. A glob
 that matches no file is an error before the job starts.
 
 How it scales: files are read in parallel (each text file by one worker,
-since documents span lines), sentences are tokenized in batches with the
-in-graph `tfnlp.text.BertTokenizer`, and documents are spread over buckets
-by a hash of their content. The original draws a "random next" segment from
+since documents span lines) and tokenized by `tfnlp.text.PlainBertTokenizer`
+(the ids of the in-graph `BertTokenizer`, in plain Python with a word
+cache, so no worker loads TensorFlow's 650 MB), and documents, as compact
+bytes, are spread over buckets by a hash of their content. The original draws a "random next" segment from
 any document of the whole corpus, which needs the corpus in memory; here
 it comes from the other documents of the same bucket, which hold about
 `--random_pool_tokens` tokens (2 million: a few thousand typical documents),
@@ -45,7 +46,9 @@ so one worker holds one bucket, never the corpus. The trade-off: random
 segments come from a random sample of the corpus rather than from all of
 it, which changes nothing in the distribution of instances as long as the
 pool is large next to one document. A corpus smaller than the pool is one
-bucket, as in the original.
+bucket, as in the original. Records leave a bucket through a shuffle buffer
+of 10,000 and stream to the files; with `--num_shards` Beam groups them by
+shard first, which the local runner holds in memory.
 
 Determinism: each document and dupe pass gets its own random generator,
 seeded from a hash of `--random_seed`, the document's content and the pass
@@ -63,23 +66,24 @@ import os
 import random
 import re
 import time
+import uuid
 
 import apache_beam as beam
-import numpy as np
-import tensorflow as tf
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io import fileio
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines import pretraining_instances, text_input
+from pipelines import pretraining_instances, text_input, token_store
 from pipelines.beam_options import pipeline_options
 from tfnlp.data import pretraining_schema
-from tfnlp.text import BertTokenizer, load_vocabulary
+from tfnlp.text.plain_bert_tokenizer import PlainBertTokenizer
+from tfnlp.text.vocabulary import load_vocabulary
 
 LOGGER = logging.getLogger(__name__)
 NAMESPACE = text_input.METRICS_NAMESPACE
 COUNTS_TAG = "counts"
 LENGTH_BIN = 16
+SHUFFLE_BUFFER_RECORDS = 10_000
 SENTENCE_BOUNDARY = re.compile(
     r"\n+|(?<=[.!?…])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9À-ÖØ-Þ])"
 )
@@ -235,58 +239,52 @@ def counts_output(counts):
 
 
 class TokenizeDocuments(beam.DoFn):
-    """Tokenizes a batch of documents in one in-graph tokenizer call.
+    """Tokenizes documents with `tfnlp.text.PlainBertTokenizer`.
 
-    Emits `(document_key, document)` with every sentence as a list of ids;
-    sentences with no tokens are dropped, as in the original, and documents
-    left with none are counted as skipped ("empty").
+    Writes each tokenized document to the bundle's temporary file under
+    `token_directory` and emits `(document_key, DocumentReference)` (see
+    `pipelines.token_store`); sentences with no tokens are dropped, as in the
+    original, and documents left with none are counted as skipped ("empty").
+    The tokenizer gives the ids of the in-graph `BertTokenizer` without
+    loading TensorFlow, and its word cache makes a worker's cost about one
+    dictionary lookup per word.
     """
 
-    def __init__(self, vocab_file, lower_case):
+    def __init__(self, vocab_file, lower_case, token_directory):
         self._vocab_file = vocab_file
         self._lower_case = lower_case
+        self._token_directory = token_directory
 
     def setup(self):
-        tokenizer = BertTokenizer(self._vocab_file, lower_case=self._lower_case)
-        self._unk_id = tokenizer.unk_id
-        # No AutoGraph: the tokenizer has no Python control flow on tensors,
-        # and converting it costs seconds per worker.
-        self._tokenize = tf.function(
-            tokenizer.tokenize,
-            input_signature=[tf.TensorSpec([None], tf.string)],
-            autograph=False,
+        self._tokenizer = PlainBertTokenizer(
+            load_vocabulary(self._vocab_file), lower_case=self._lower_case
         )
+        self._typecode = token_store.id_typecode(self._tokenizer.vocab_size)
 
     def start_bundle(self):
         self._counts = {}
+        self._writer = token_store.DocumentWriter(self._token_directory, self._typecode)
 
     def _count(self, name, value=1):
         self._counts[name] = self._counts.get(name, 0) + value
 
-    def process(self, documents):
-        sentences = [sentence for document in documents for sentence in document]
-        ids = self._tokenize(tf.constant(sentences, dtype=tf.string))
-        flat_ids = ids.flat_values.numpy()
-        splits = ids.row_splits.numpy()
-        self._count("tokens", len(flat_ids))
-        self._count("unknown_tokens", int(np.count_nonzero(flat_ids == self._unk_id)))
-        flat_ids = flat_ids.tolist()
-        sentence_index = 0
-        for document in documents:
-            tokenized = []
-            for _ in document:
-                start, end = splits[sentence_index], splits[sentence_index + 1]
-                sentence_index += 1
-                if end > start:
-                    tokenized.append(flat_ids[start:end])
-            if tokenized:
-                self._count("documents_used")
-                self._count("sentences", len(tokenized))
-                yield pretraining_instances.document_key(tokenized), tokenized
-            else:
-                self._count("documents_skipped_empty")
+    def process(self, document):
+        unk_id = self._tokenizer.unk_id
+        tokenized = [ids for ids in map(self._tokenizer.tokenize, document) if ids]
+        if tokenized:
+            self._count("documents_used")
+            self._count("sentences", len(tokenized))
+            self._count("tokens", sum(map(len, tokenized)))
+            self._count("unknown_tokens", sum(ids.count(unk_id) for ids in tokenized))
+            yield (
+                pretraining_instances.document_key(tokenized),
+                self._writer.write(tokenized),
+            )
+        else:
+            self._count("documents_skipped_empty")
 
     def finish_bundle(self):
+        self._writer.close()
         yield counts_output(self._counts)
 
 
@@ -298,7 +296,13 @@ def bucket_of(key, corpus_tokens, pool_tokens):
 
 
 class CreateInstances(beam.DoFn):
-    """Creates and serializes the instances of one bucket of documents."""
+    """Creates and serializes the instances of one bucket of documents.
+
+    The records leave through a shuffle buffer of `SHUFFLE_BUFFER_RECORDS`
+    (seeded from the job's seed and the bucket), so that a document's
+    instances do not reach the files side by side, while memory stays
+    bounded (the original shuffles all instances in memory).
+    """
 
     def __init__(self, config, flags):
         self._config = config
@@ -314,11 +318,19 @@ class CreateInstances(beam.DoFn):
         self._counts[name] = self._counts.get(name, 0) + value
 
     def process(self, bucket_and_documents):
-        _, keyed_documents = bucket_and_documents
+        bucket, keyed_documents = bucket_and_documents
         keyed_documents = sorted(keyed_documents, key=lambda pair: pair[0])
-        documents = [document for _, document in keyed_documents]
+        keys = [key for key, _ in keyed_documents]
+        documents = token_store.read_documents(
+            [reference for _, reference in keyed_documents]
+        )
+        del keyed_documents
+        shuffle_rng = random.Random(f"tfnlp-shuffle-{self._seed}-{bucket}")
+        yield from shuffled(self._records(keys, documents), shuffle_rng)
+
+    def _records(self, keys, documents):
         for dupe_index in range(self._dupe_factor):
-            for index, (key, _) in enumerate(keyed_documents):
+            for index, key in enumerate(keys):
                 rng = random.Random(
                     pretraining_instances.document_seed(self._seed, key, dupe_index)
                 )
@@ -349,6 +361,22 @@ class CreateInstances(beam.DoFn):
 
     def finish_bundle(self):
         yield counts_output(self._counts)
+
+
+def shuffled(records, rng, buffer_size=None):
+    """`records` in a random order, holding at most `buffer_size` at a time
+    (tf.data's shuffle: each output is drawn from the buffer)."""
+    buffer_size = buffer_size or SHUFFLE_BUFFER_RECORDS
+    buffer = []
+    for record in records:
+        if len(buffer) < buffer_size:
+            buffer.append(record)
+            continue
+        index = rng.randrange(buffer_size)
+        yield buffer[index]
+        buffer[index] = record
+    rng.shuffle(buffer)
+    yield from buffer
 
 
 def share(part, whole):
@@ -405,8 +433,9 @@ def write_json(path, value):
         file.write(json.dumps(value, indent=2, sort_keys=True).encode("utf-8"))
 
 
-def build_pipeline(pipeline, flags, beam_arguments, config):
-    """Adds the whole job to `pipeline`."""
+def build_pipeline(pipeline, flags, beam_arguments, config, token_directory):
+    """Adds the whole job to `pipeline`; tokenized documents are kept in
+    temporary files under `token_directory` (see `pipelines.token_store`)."""
     patterns = text_input.parse_patterns(flags.input_file)
     if flags.input_format == "text":
         files = text_input.match_input_files(patterns)
@@ -430,18 +459,13 @@ def build_pipeline(pipeline, flags, beam_arguments, config):
 
     tokenized = (
         documents
-        | "Spread" >> beam.Reshuffle()
-        | "Batch" >> beam.BatchElements(
-            min_batch_size=1, max_batch_size=4096,
-            element_size_fn=lambda document: len(document),
-        )
         | "Tokenize" >> beam.ParDo(
-            TokenizeDocuments(flags.vocab_file, flags.do_lower_case)
+            TokenizeDocuments(flags.vocab_file, flags.do_lower_case, token_directory)
         ).with_outputs(COUNTS_TAG, main="documents")
     )
     corpus_tokens = (
         tokenized.documents
-        | "DocumentTokens" >> beam.Map(lambda keyed: sum(map(len, keyed[1])))
+        | "DocumentTokens" >> beam.Map(lambda keyed: keyed[1].tokens)
         | "CorpusTokens" >> beam.CombineGlobally(sum)
     )
     instances = (
@@ -459,7 +483,6 @@ def build_pipeline(pipeline, flags, beam_arguments, config):
     compressed = flags.gzip
     (
         instances.records
-        | "ShuffleRecords" >> beam.Reshuffle()
         | "Write" >> beam.io.WriteToTFRecord(
             os.path.join(flags.output_dir, "pretraining"),
             file_name_suffix=".tfrecord.gz" if compressed else ".tfrecord",
@@ -495,8 +518,13 @@ def main(argv=None):
         FileSystems.mkdirs(flags.output_dir)
     start = time.monotonic()
     pipeline = beam.Pipeline(options=pipeline_options(beam_arguments))
-    build_pipeline(pipeline, flags, beam_arguments, config)
-    state = pipeline.run().wait_until_finish()
+    token_directory = FileSystems.join(flags.output_dir, f"tmp-tokens-{uuid.uuid4().hex}")
+    FileSystems.mkdirs(token_directory)
+    try:
+        build_pipeline(pipeline, flags, beam_arguments, config, token_directory)
+        state = pipeline.run().wait_until_finish()
+    finally:
+        FileSystems.delete([token_directory])
     if state != beam.runners.runner.PipelineState.DONE:
         raise RuntimeError(f"The pretraining-data pipeline ended in state {state}.")
     with FileSystems.open(os.path.join(flags.output_dir, "stats.json")) as file:

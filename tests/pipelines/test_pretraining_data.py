@@ -83,6 +83,9 @@ def test_records_have_the_original_schema_and_account_for_the_stats(gutenberg_ru
     records = read_records(output)
     assert len(records) == stats["instances"]
     assert len(list(output.glob("pretraining-*-of-00002.tfrecord"))) == 2
+    # The temporary token files are gone.
+    assert sorted(path.name for path in output.iterdir() if not path.name.startswith(
+        "pretraining-")) == ["stats.json"]
     features = parse(records)
     lengths = tf.reduce_sum(features["input_mask"], axis=1).numpy()
     assert int(lengths.sum()) == stats["instance_tokens"]
@@ -209,3 +212,17 @@ def test_original_flag_spellings_are_accepted():
     assert flags.do_lower_case is False and flags.do_whole_word_mask is True
     assert flags.gzip is False
     assert beam_arguments == ["--runner=DirectRunner"]
+
+
+def test_the_shuffle_buffer_reorders_without_losing_records():
+    import random
+
+    records = list(range(1000))
+    first = list(pretraining_data.shuffled(iter(records), random.Random(1), buffer_size=64))
+    second = list(pretraining_data.shuffled(iter(records), random.Random(1), buffer_size=64))
+    assert sorted(first) == records
+    assert first == second
+    assert first != records
+    # Bounded: a record leaves the buffer no earlier than 64 places before
+    # its input position.
+    assert all(position >= record - 64 for position, record in enumerate(first))
