@@ -33,7 +33,8 @@ differs from peak RSS only if the tool runs several processes at once).
 `--scale=N` (N > 1) first builds a corpus of N copies of the input (in a
 temporary directory), each document of copy k starting with the sentence
 "copy k." so that no two documents are identical, and runs both tools on
-it: to see whether peak memory stays flat as the corpus grows N times.
+it, and runs tfnlp on the corpus once as well: to see whether peak memory
+stays flat as the corpus grows N times (goal: at most 10% more).
 
 Prints a table and the ratios (tfnlp instances/s / reference, tfnlp peak RSS
 / reference) against the goals (at least 3x the speed, at most 0.5x the
@@ -58,6 +59,8 @@ REFERENCE_REQUIREMENTS = (
     "tensorflow==2.20.*", "tf-keras==2.20.*", "absl-py", "sentencepiece", "six")
 SPEED_GOAL = 3.0
 MEMORY_GOAL = 0.5
+# "Flat": peak memory on N copies of the corpus at most 10% above one copy.
+FLAT_MEMORY_GOAL = 1.1
 
 # Runs argv[1:] as a child; writes {"seconds", "returncode", "max_rss_kb",
 # "tree_rss_kb"} as JSON to stdout's last line. Only the standard library.
@@ -204,8 +207,8 @@ def measured(command, cwd, log_path, env=None):
     return measurement
 
 
-def run_tfnlp(flags, corpus, work):
-    output_dir = os.path.join(work, "tfnlp")
+def run_tfnlp(flags, corpus, work, name="tfnlp"):
+    output_dir = os.path.join(work, name)
     command = [
         sys.executable, "-m", "pipelines.pretraining_data",
         f"--input_file={corpus}", f"--vocab_file={flags.vocab_file}",
@@ -217,7 +220,7 @@ def run_tfnlp(flags, corpus, work):
         f"--dupe_factor={flags.dupe_factor}", f"--random_seed={flags.random_seed}",
         "--nodo_whole_word_mask", f"--direct_num_workers={flags.direct_num_workers}",
     ]
-    measurement = measured(command, REPOSITORY_ROOT, os.path.join(work, "tfnlp.log"))
+    measurement = measured(command, REPOSITORY_ROOT, os.path.join(work, f"{name}.log"))
     with open(os.path.join(output_dir, "stats.json")) as file:
         measurement["instances"] = json.load(file)["instances"]
     measurement["command"] = command
@@ -284,12 +287,17 @@ def main(argv=None):
         results["reference"] = run_reference(flags, python, corpus, work)
         print("Running tfnlp ...", flush=True)
         results["tfnlp"] = run_tfnlp(flags, corpus, work)
+        if flags.scale > 1:
+            print("Running tfnlp on the corpus once ...", flush=True)
+            results["tfnlp_scale1"] = run_tfnlp(
+                flags, flags.input_file, work, name="tfnlp_scale1")
     finally:
         if not flags.keep:
             shutil.rmtree(work, ignore_errors=True)
 
     names = {"reference": f"reference ({REFERENCE_PACKAGE})",
-             "tfnlp": f"tfnlp Beam (workers={flags.direct_num_workers})"}
+             "tfnlp": f"tfnlp Beam (workers={flags.direct_num_workers})",
+             "tfnlp_scale1": "tfnlp Beam, the corpus once"}
     header = (f"{'tool':<40} {'corpus MB':>9} {'instances':>10} {'seconds':>8} "
               f"{'inst/s':>9} {'peak RSS MB':>11} {'tree RSS MB':>11}")
     print(header)
@@ -298,7 +306,8 @@ def main(argv=None):
         result["instances_per_second"] = result["instances"] / result["seconds"]
         result["peak_rss_mb"] = result["max_rss_kb"] / 1024
         result["tree_rss_mb"] = result["tree_rss_kb"] / 1024
-        print(f"{names[key]:<40} {corpus_mb:>9.1f} {result['instances']:>10d} "
+        size_mb = corpus_mb if key != "tfnlp_scale1" else os.path.getsize(flags.input_file) / 1e6
+        print(f"{names[key]:<40} {size_mb:>9.1f} {result['instances']:>10d} "
               f"{result['seconds']:>8.1f} {result['instances_per_second']:>9.0f} "
               f"{result['peak_rss_mb']:>11.0f} {result['tree_rss_mb']:>11.0f}")
     tfnlp, reference = results["tfnlp"], results["reference"]
@@ -316,6 +325,12 @@ def main(argv=None):
     print(f"tfnlp peak RSS / reference:    {memory:.2f}x (goal <= {MEMORY_GOAL}x: "
           f"{'met' if ratios['peak_rss']['met'] else 'NOT met'})")
     print(f"tfnlp tree RSS / reference:    {tree_memory:.2f}x")
+    if flags.scale > 1:
+        growth = tfnlp["peak_rss_mb"] / results["tfnlp_scale1"]["peak_rss_mb"]
+        ratios["memory_growth"] = {"value": growth, "goal": FLAT_MEMORY_GOAL,
+                                   "met": growth <= FLAT_MEMORY_GOAL}
+        print(f"tfnlp peak RSS at {flags.scale}x / at 1x: {growth:.2f}x (flat, goal <= "
+              f"{FLAT_MEMORY_GOAL}x: {'met' if ratios['memory_growth']['met'] else 'NOT met'})")
 
     report = {
         "input_file": flags.input_file,
