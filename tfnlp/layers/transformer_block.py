@@ -24,6 +24,7 @@ class TransformerBlock(keras.layers.Layer):
         num_heads,
         intermediate_dim,
         dropout=0.1,
+        attention_dropout=None,
         activation="relu",
         layer_norm_epsilon=1e-5,
         norm_first=False,
@@ -35,6 +36,7 @@ class TransformerBlock(keras.layers.Layer):
         self.num_heads = num_heads
         self.intermediate_dim = intermediate_dim
         self.dropout = dropout
+        self.attention_dropout = attention_dropout
         self.activation = activation
         self.activation_function = get_activation(activation)
         self.layer_norm_epsilon = layer_norm_epsilon
@@ -122,7 +124,7 @@ class TransformerBlock(keras.layers.Layer):
         return MultiHeadAttention(
             num_heads=self.num_heads,
             key_dim=hidden_dim // self.num_heads,
-            dropout=self.dropout,
+            dropout=self.dropout if self.attention_dropout is None else self.attention_dropout,
             kernel_initializer=clone_initializer(self.kernel_initializer),
             bias_initializer=clone_initializer(self.bias_initializer),
             dtype=self.dtype_policy,
@@ -136,6 +138,7 @@ class TransformerBlock(keras.layers.Layer):
                 "num_heads": self.num_heads,
                 "intermediate_dim": self.intermediate_dim,
                 "dropout": self.dropout,
+                "attention_dropout": self.attention_dropout,
                 "activation": self.activation,
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "norm_first": self.norm_first,

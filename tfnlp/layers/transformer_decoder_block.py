@@ -30,6 +30,8 @@ class TransformerDecoderBlock(TransformerBlock):
         num_heads: number of attention heads; must divide the hidden size.
         intermediate_dim: width of the feed-forward network's hidden layer.
         dropout: dropout rate (attention weights and the sublayer outputs).
+        attention_dropout: dropout rate of the attention weights, if it
+            differs from `dropout` (BERT's `attention_probs_dropout_prob`).
         activation: the feed-forward activation by name ("relu", "gelu",
             "gelu_approximate", or any `keras.activations` name).
         layer_norm_epsilon: epsilon of the LayerNorms.

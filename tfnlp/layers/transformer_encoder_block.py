@@ -28,6 +28,8 @@ class TransformerEncoderBlock(TransformerBlock):
         num_heads: number of attention heads; must divide the hidden size.
         intermediate_dim: width of the feed-forward network's hidden layer.
         dropout: dropout rate (attention weights and both sublayer outputs).
+        attention_dropout: dropout rate of the attention weights, if it
+            differs from `dropout` (BERT's `attention_probs_dropout_prob`).
         activation: the feed-forward activation by name: "relu", "gelu"
             (exact, erf, as BERT), "gelu_approximate" (tanh) or any name that
             `keras.activations.get` knows.

@@ -1,0 +1,345 @@
+"""Reading Hugging Face BERT checkpoints (`config.json` + safetensors).
+
+The tensors are read with `safetensors`' numpy API, so PyTorch is not
+needed. A checkpoint's names are first made canonical: the `bert.` prefix
+of `BertForPreTraining`-style checkpoints is dropped, LayerNorm parameters
+named `gamma`/`beta` (checkpoints converted from TensorFlow) become
+`weight`/`bias`, and the `embeddings.position_ids` buffer is dropped. The
+canonical names then split into the encoder's tensors (`embeddings.*`,
+`encoder.layer.N.*`, `pooler.*`) and the pretraining heads' (`cls.*`),
+which `read_huggingface_checkpoint` returns for the pretraining model to
+load.
+
+Layouts: a PyTorch linear weight is `(out, in)` and a Keras kernel
+`(in, out)`, so kernels are transposed; the attention projections are then
+reshaped to the `(hidden, heads, head_size)` and `(heads, head_size,
+hidden)` kernels of `tfnlp.layers.MultiHeadAttention`. Embedding tables
+have the same layout in both.
+"""
+
+import json
+import math
+import os
+import typing
+
+import numpy as np
+
+from tfnlp.models.bert_config import BertConfig
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.safetensors"
+WEIGHTS_INDEX_FILE = "model.safetensors.index.json"
+
+# Buffers that some checkpoints store but that are not weights.
+_IGNORED_TENSORS = ("embeddings.position_ids",)
+_HEAD_PREFIX = "cls."
+
+# Layouts of `encoder_variables` other than a linear weight's input axes.
+TABLE = "table"
+VECTOR = "vector"
+
+
+class HuggingFaceCheckpoint(typing.NamedTuple):
+    """What `read_huggingface_checkpoint` returns.
+
+    Attributes:
+        config: the `BertConfig` of the checkpoint's `config.json`.
+        encoder_tensors: canonical name (for example
+            `encoder.layer.0.attention.self.query.weight`) -> numpy array,
+            for every encoder tensor, in Hugging Face's layout.
+        head_tensors: canonical name (`cls.predictions.bias`, ...) -> numpy
+            array, for the pretraining heads; empty when the checkpoint has
+            none (a plain `BertModel`).
+    """
+
+    config: BertConfig
+    encoder_tensors: dict
+    head_tensors: dict
+
+
+def canonical_tensor_name(name):
+    """The canonical form of a checkpoint tensor name (see the module doc)."""
+    if name.startswith("bert."):
+        name = name[len("bert.") :]
+    if name.endswith("LayerNorm.gamma"):
+        name = name[: -len("gamma")] + "weight"
+    elif name.endswith("LayerNorm.beta"):
+        name = name[: -len("beta")] + "bias"
+    return name
+
+
+def read_huggingface_checkpoint(path):
+    """Reads a Hugging Face BERT checkpoint directory into numpy arrays.
+
+    Args:
+        path: a directory with `config.json` and `model.safetensors` (or
+            `model.safetensors.index.json` and its shards).
+
+    Returns:
+        A `HuggingFaceCheckpoint(config, encoder_tensors, head_tensors)`,
+        the tensors keyed by canonical name (see `canonical_tensor_name`).
+
+    Raises:
+        FileNotFoundError: if the config or the safetensors weights are
+            missing (a PyTorch-only `pytorch_model.bin` is not read).
+        ValueError: if the config is not a BERT config we can build, or two
+            tensors have the same canonical name.
+
+    Example (writes a tiny checkpoint, then reads it back):
+
+    >>> import json, os, tempfile
+    >>> from safetensors.numpy import save_file
+    >>> from tfnlp.models import BertConfig, BertEncoder
+    >>> config = BertConfig(vocab_size=20, hidden_size=8, num_layers=1,
+    ...                     num_heads=2, intermediate_size=16)
+    >>> directory = tempfile.mkdtemp()
+    >>> with open(os.path.join(directory, "config.json"), "w") as file:
+    ...     json.dump(huggingface_config_dict(config), file)
+    >>> save_file(encoder_tensors_from_encoder(BertEncoder(config)),
+    ...           os.path.join(directory, "model.safetensors"))
+    >>> checkpoint = read_huggingface_checkpoint(directory)
+    >>> checkpoint.config == config, checkpoint.head_tensors
+    (True, {})
+    >>> checkpoint.encoder_tensors["encoder.layer.0.attention.self.query.weight"].shape
+    (8, 8)
+    """
+    path = os.fspath(path)
+    config_path = os.path.join(path, CONFIG_FILE)
+    if not os.path.isfile(config_path):
+        raise FileNotFoundError(
+            f"No {CONFIG_FILE} in {path}. A Hugging Face BERT checkpoint "
+            f"directory holds {CONFIG_FILE} and {WEIGHTS_FILE}."
+        )
+    with open(config_path, encoding="utf-8") as file:
+        config = BertConfig.from_huggingface_dict(json.load(file))
+
+    encoder_tensors, head_tensors, sources = {}, {}, {}
+    for name, tensor in _read_safetensors(path).items():
+        canonical = canonical_tensor_name(name)
+        if canonical in _IGNORED_TENSORS:
+            continue
+        if canonical in sources:
+            raise ValueError(
+                f"The checkpoint in {path} has both {sources[canonical]!r} and "
+                f"{name!r}, which name the same tensor {canonical!r}. Keep one."
+            )
+        sources[canonical] = name
+        if canonical.startswith(_HEAD_PREFIX):
+            head_tensors[canonical] = tensor
+        else:
+            encoder_tensors[canonical] = tensor
+    return HuggingFaceCheckpoint(config, encoder_tensors, head_tensors)
+
+
+def _read_safetensors(path):
+    try:
+        # Registers bfloat16 with numpy, so bfloat16 checkpoints load
+        # (ml_dtypes comes with TensorFlow, JAX and Keras).
+        import ml_dtypes  # noqa: F401
+    except ImportError:  # pragma: no cover
+        pass
+    from safetensors.numpy import load_file as safetensors_load_file
+
+    def load_file(file_path):
+        try:
+            return safetensors_load_file(file_path)
+        except TypeError as error:
+            raise ValueError(
+                f"numpy cannot hold the tensors of {file_path} ({error}). "
+                "Install ml_dtypes for bfloat16, or convert the checkpoint to "
+                "float32."
+            ) from error
+
+    single_file = os.path.join(path, WEIGHTS_FILE)
+    index_file = os.path.join(path, WEIGHTS_INDEX_FILE)
+    if os.path.isfile(single_file):
+        return load_file(single_file)
+    if os.path.isfile(index_file):
+        with open(index_file, encoding="utf-8") as file:
+            shards = sorted(set(json.load(file)["weight_map"].values()))
+        tensors = {}
+        for shard in shards:
+            tensors.update(load_file(os.path.join(path, shard)))
+        return tensors
+    present = sorted(os.listdir(path))
+    raise FileNotFoundError(
+        f"No {WEIGHTS_FILE} (or {WEIGHTS_INDEX_FILE}) in {path}; it holds "
+        f"{present}. Only safetensors weights are read (no PyTorch); convert "
+        "a pytorch_model.bin with the `safetensors` or `transformers` tools."
+    )
+
+
+def _linear(prefix, dense, input_axes=1):
+    """The weight and bias of a PyTorch linear layer stored in `dense`.
+
+    `input_axes` is how many leading axes of the Keras kernel are the
+    layer's input features.
+    """
+    return [
+        (f"{prefix}.weight", dense.kernel, input_axes),
+        (f"{prefix}.bias", dense.bias, VECTOR),
+    ]
+
+
+def _layer_norm(prefix, layer_norm):
+    return [
+        (f"{prefix}.weight", layer_norm.gamma, VECTOR),
+        (f"{prefix}.bias", layer_norm.beta, VECTOR),
+    ]
+
+
+def encoder_variables(encoder):
+    """Pairs each canonical Hugging Face name with a `BertEncoder` variable.
+
+    Returns:
+        A list of `(name, variable, layout)`: `layout` is `TABLE` for an
+        embedding table (the same layout in both), `VECTOR` for a bias or
+        LayerNorm parameter (stored flat, reshaped to the variable), and for
+        a linear weight the number of leading kernel axes that are its
+        inputs (the weight is transposed, then reshaped).
+    """
+    pairs = [
+        ("embeddings.word_embeddings.weight", encoder.token_embedding.embeddings, TABLE),
+        (
+            "embeddings.position_embeddings.weight",
+            encoder.position_embedding.embeddings,
+            TABLE,
+        ),
+        (
+            "embeddings.token_type_embeddings.weight",
+            encoder.segment_embedding.embeddings,
+            TABLE,
+        ),
+        *_layer_norm("embeddings.LayerNorm", encoder.embeddings_layer_norm),
+    ]
+    for index, block in enumerate(encoder.transformer_layers):
+        prefix = f"encoder.layer.{index}"
+        attention = block.self_attention
+        pairs += [
+            *_linear(f"{prefix}.attention.self.query", attention.query_dense),
+            *_linear(f"{prefix}.attention.self.key", attention.key_dense),
+            *_linear(f"{prefix}.attention.self.value", attention.value_dense),
+            *_linear(
+                f"{prefix}.attention.output.dense", attention.output_dense, input_axes=2
+            ),
+            *_layer_norm(
+                f"{prefix}.attention.output.LayerNorm", block.self_attention_layer_norm
+            ),
+            *_linear(
+                f"{prefix}.intermediate.dense", block.feedforward_intermediate_dense
+            ),
+            *_linear(f"{prefix}.output.dense", block.feedforward_output_dense),
+            *_layer_norm(f"{prefix}.output.LayerNorm", block.feedforward_layer_norm),
+        ]
+    pairs += _linear("pooler.dense", encoder.pooled_dense)
+    return pairs
+
+
+def _huggingface_shape(variable_shape, layout):
+    """The shape Hugging Face stores a variable's tensor in."""
+    if layout == TABLE:
+        return tuple(variable_shape)
+    if layout == VECTOR:
+        return (math.prod(variable_shape),)
+    inputs = math.prod(variable_shape[:layout])
+    outputs = math.prod(variable_shape[layout:])
+    return (outputs, inputs)
+
+
+def _listing(names, limit=20):
+    names = sorted(names)
+    shown = ", ".join(names[:limit])
+    if len(names) > limit:
+        shown += f", ... ({len(names) - limit} more)"
+    return shown
+
+
+def load_encoder_weights(encoder, encoder_tensors, source="the checkpoint"):
+    """Assigns Hugging Face encoder tensors to a `BertEncoder`'s variables.
+
+    Args:
+        encoder: a `tfnlp.models.BertEncoder` whose config matches.
+        encoder_tensors: canonical name -> numpy array, as in
+            `read_huggingface_checkpoint(...).encoder_tensors`.
+        source: where the tensors come from, for error messages.
+
+    Raises:
+        ValueError: if some tensors are unknown, missing (both listed), or
+            of a shape the encoder's config does not give.
+    """
+    pairs = encoder_variables(encoder)
+    expected = {name for name, _, _ in pairs}
+    unknown = set(encoder_tensors) - expected
+    missing = expected - set(encoder_tensors)
+    if unknown or missing:
+        problems = []
+        if unknown:
+            problems.append(f"tensors a BertEncoder does not have: {_listing(unknown)}")
+        if missing:
+            problems.append(f"missing tensors: {_listing(missing)}")
+        raise ValueError(
+            f"{source} does not hold a BERT encoder's weights; "
+            + "; ".join(problems)
+            + ". Expected the tensors of a Hugging Face BertModel (names "
+            "with or without the 'bert.' prefix; pretraining heads under "
+            "'cls.')."
+        )
+    for name, variable, layout in pairs:
+        tensor = np.asarray(encoder_tensors[name])
+        variable_shape = tuple(variable.shape)
+        expected_shape = _huggingface_shape(variable_shape, layout)
+        if tensor.shape != expected_shape:
+            raise ValueError(
+                f"{source}: tensor {name!r} has shape {tensor.shape}, but the "
+                f"encoder's config needs {expected_shape} for it. The "
+                "config.json does not match the weights."
+            )
+        if isinstance(layout, int):
+            tensor = tensor.T
+        variable.assign(tensor.reshape(variable_shape).astype(variable.dtype))
+
+
+def encoder_tensors_from_encoder(encoder):
+    """A `BertEncoder`'s weights as Hugging Face tensors (canonical names).
+
+    The inverse of `load_encoder_weights`: the result, saved with
+    `safetensors.numpy.save_file` beside a matching `config.json`, is a
+    checkpoint `BertEncoder.from_huggingface` reads back.
+    """
+    import keras
+
+    tensors = {}
+    for name, variable, layout in encoder_variables(encoder):
+        array = keras.ops.convert_to_numpy(variable)
+        shape = _huggingface_shape(tuple(variable.shape), layout)
+        if isinstance(layout, int):
+            array = array.reshape(shape[::-1]).T
+        tensors[name] = np.ascontiguousarray(array.reshape(shape))
+    return tensors
+
+
+def huggingface_config_dict(config):
+    """The Hugging Face `config.json` dict of a `BertConfig`."""
+    activations = {"gelu": "gelu", "gelu_approximate": "gelu_pytorch_tanh"}
+    if config.hidden_activation not in activations:
+        raise ValueError(
+            f"Hugging Face BERT has no activation for {config.hidden_activation!r}; "
+            "only 'gelu' and 'gelu_approximate' can be written."
+        )
+    return {
+        "architectures": ["BertModel"],
+        "model_type": "bert",
+        "vocab_size": config.vocab_size,
+        "hidden_size": config.hidden_size,
+        "num_hidden_layers": config.num_layers,
+        "num_attention_heads": config.num_heads,
+        "intermediate_size": config.intermediate_size,
+        "max_position_embeddings": config.max_position_embeddings,
+        "type_vocab_size": config.type_vocab_size,
+        "hidden_act": activations[config.hidden_activation],
+        "hidden_dropout_prob": config.hidden_dropout,
+        "attention_probs_dropout_prob": config.attention_dropout,
+        "layer_norm_eps": config.layer_norm_epsilon,
+        "initializer_range": config.initializer_range,
+        "position_embedding_type": "absolute",
+    }
