@@ -28,7 +28,7 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/python -m demo --data_dir=$(DATA_DIR) --output_dir=$(DEMO_OUTPUT)
 
 test: $(VENV)/.installed
-	$(VENV)/bin/python -m pytest tests
+	$(VENV)/bin/python -m pytest
 
 clean:
 	rm -rf $(VENV) $(DEMO_OUTPUT) *.egg-info
