@@ -1,0 +1,192 @@
+"""BERT for sequence classification, and the base of the fine-tuning heads.
+
+`BertFinetuningModel` holds what `BertClassifier`, `BertTokenClassifier`
+and `BertSpanExtractor` share: the encoder, the input dict, the dtype policy
+and the config (the encoder as a nested Keras object, plus the head's own
+arguments).
+"""
+
+import keras
+from keras import ops
+
+from tfnlp.models.bert_encoder import BertEncoder
+
+ENCODER_INPUTS = ("input_ids", "input_mask", "segment_ids")
+
+
+class BertFinetuningModel(keras.Model):
+    """Base of the models that put a fine-tuning head on a `BertEncoder`.
+
+    A subclass creates and builds its head layers in its constructor (so
+    the weights exist before the first call and `.keras` files load without
+    a build step), calls `self.encode(inputs, training)` in `call`, and
+    lists its own constructor arguments in `_head_config()`.
+
+    Args:
+        encoder: a `tfnlp.models.BertEncoder`.
+        dtype: dtype or `keras.DTypePolicy` of the head; defaults to the
+            encoder's policy.
+        **kwargs: standard `keras.Model` arguments, such as `name`.
+    """
+
+    def __init__(self, encoder, dtype=None, **kwargs):
+        if not isinstance(encoder, BertEncoder):
+            raise ValueError(
+                f"`encoder` of {type(self).__name__} must be a "
+                f"tfnlp.models.BertEncoder. Received a {type(encoder).__name__}; "
+                "make one with BertEncoder(BertConfig.preset('base')) or "
+                "BertEncoder.from_huggingface(path)."
+            )
+        if dtype is None:
+            dtype = encoder.dtype_policy
+        super().__init__(dtype=dtype, **kwargs)
+        self.encoder = encoder
+
+    @property
+    def config(self):
+        """The encoder's `BertConfig`."""
+        return self.encoder.config
+
+    def head_initializer(self):
+        """The initializer of a head's weight matrix: the encoder's
+        `TruncatedNormal(stddev=config.initializer_range)`."""
+        return keras.initializers.TruncatedNormal(
+            stddev=self.encoder.config.initializer_range
+        )
+
+    def encode(self, inputs, training=None):
+        """The encoder's outputs for the `input_ids`, `input_mask` and
+        `segment_ids` of the dict `inputs` (other keys are ignored)."""
+        if not isinstance(inputs, dict):
+            raise ValueError(
+                f"{type(self).__name__} takes a dict with "
+                f"{', '.join(ENCODER_INPUTS)} (as tfnlp.text.pack_inputs makes "
+                f"it). Received a {type(inputs).__name__}."
+            )
+        missing = [key for key in ENCODER_INPUTS if key not in inputs]
+        if missing:
+            raise ValueError(
+                f"{type(self).__name__}: the inputs lack {', '.join(missing)}; "
+                f"they have {sorted(inputs)}. Pack the text with "
+                "tfnlp.text.pack_inputs, which gives input_ids, input_mask and "
+                "segment_ids."
+            )
+        return self.encoder(
+            {key: inputs[key] for key in ENCODER_INPUTS}, training=training
+        )
+
+    def _head_config(self):
+        return {}
+
+    def get_config(self):
+        # Not chained to keras.Model, whose config of a subclassed model
+        # holds only name and trainability.
+        return {
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
+            **self._head_config(),
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)
+
+
+def check_num_classes(num_classes, model_name):
+    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
+        raise ValueError(
+            f"{model_name}: `num_classes` must be a positive integer (the "
+            f"number of labels). Received: {num_classes!r}."
+        )
+
+
+def check_dropout(dropout, model_name):
+    if (
+        isinstance(dropout, bool)
+        or not isinstance(dropout, (int, float))
+        or not 0.0 <= dropout < 1.0
+    ):
+        raise ValueError(
+            f"{model_name}: `dropout` must be a rate in [0, 1). "
+            f"Received: {dropout!r}."
+        )
+
+
+@keras.saving.register_keras_serializable(package="tfnlp")
+class BertClassifier(BertFinetuningModel):
+    """BERT for sequence (or sentence-pair) classification.
+
+    The encoder's `pooled_output` (the tanh dense layer on the [CLS] state)
+    goes through dropout and a dense layer of `num_classes` units; the
+    result is float32 logits (no softmax), also under mixed precision.
+    Train with `keras.losses.SparseCategoricalCrossentropy(from_logits=True)`.
+    As keras-hub's `BertTextClassifier`, the head reads the pooled output.
+
+    Args:
+        encoder: a `tfnlp.models.BertEncoder` (for example
+            `BertEncoder.from_huggingface(path)`).
+        num_classes: the number of labels.
+        dropout: dropout rate before the dense layer (training only).
+        dtype: dtype or policy of the head; defaults to the encoder's.
+        **kwargs: standard `keras.Model` arguments, such as `name`.
+
+    Call arguments:
+        inputs: a dict of int32 `[batch, length]` `input_ids`,
+            `input_mask` and `segment_ids` (`tfnlp.text.pack_inputs`);
+            other keys are ignored.
+        training: whether dropout is active.
+
+    Returns:
+        float32 logits `[batch, num_classes]`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from tfnlp.models import BertConfig, BertEncoder
+    >>> encoder = BertEncoder(BertConfig.preset("tiny", vocab_size=100, num_layers=1))
+    >>> classifier = BertClassifier(encoder, num_classes=3)
+    >>> logits = classifier({
+    ...     "input_ids": np.array([[2, 7, 9, 3, 0]], "int32"),
+    ...     "input_mask": np.array([[1, 1, 1, 1, 0]], "int32"),
+    ...     "segment_ids": np.zeros((1, 5), "int32"),
+    ... })
+    >>> tuple(logits.shape)
+    (1, 3)
+
+    References:
+        - [Devlin et al., 2019. BERT: Pre-training of Deep Bidirectional
+          Transformers for Language Understanding](
+          https://arxiv.org/abs/1810.04805) (section 4.1)
+    """
+
+    def __init__(self, encoder, num_classes, dropout=0.1, dtype=None, **kwargs):
+        check_num_classes(num_classes, "BertClassifier")
+        check_dropout(dropout, "BertClassifier")
+        super().__init__(encoder, dtype=dtype, **kwargs)
+        self.num_classes = num_classes
+        self.dropout = dropout
+        self.classifier_dropout = keras.layers.Dropout(
+            dropout, dtype=self.dtype_policy, name="classifier_dropout"
+        )
+        self.classifier_dense = keras.layers.Dense(
+            num_classes,
+            kernel_initializer=self.head_initializer(),
+            dtype=self.dtype_policy,
+            name="classifier_dense",
+        )
+        self.classifier_dense.build((None, encoder.config.hidden_size))
+        self.built = True
+
+    def call(self, inputs, training=None):
+        pooled_output = self.encode(inputs, training)["pooled_output"]
+        hidden = self.classifier_dropout(pooled_output, training=training)
+        return ops.cast(self.classifier_dense(hidden), "float32")
+
+    def _head_config(self):
+        return {"num_classes": self.num_classes, "dropout": self.dropout}

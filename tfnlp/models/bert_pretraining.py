@@ -1,0 +1,669 @@
+"""The BERT pretraining model (masked LM + next sentence) and its losses.
+
+The masked-LM head runs only on the masked positions: the encoder's
+`sequence_output` is gathered at `masked_lm_positions` ([batch, P], P the
+predictions per sequence, about 15% of the length) before the dense,
+LayerNorm and vocabulary projection, which are the costly part for a
+30k-token vocabulary. The projection is tied to the encoder's token
+embedding matrix (`logits = h · Eᵀ + b`), as in the original BERT.
+
+The losses are plain functions of the batch and the model's outputs, so a
+custom `tf.distribute` training loop can call them in `strategy.run` and
+scale them itself; `pretraining_loss` explains the scaling.
+`BertPretrainingModel.compute_loss` uses them for `model.compile()` +
+`model.fit()`.
+"""
+
+import keras
+from keras import ops
+
+from tfnlp.layers.activations import get_activation
+from tfnlp.metrics import MaskedLMAccuracy, MaskedLMPerplexity, NextSentenceAccuracy
+from tfnlp.models.bert_encoder import BertEncoder
+
+# The features of a pretraining batch (tfnlp.data.pretraining_schema).
+ENCODER_INPUTS = ("input_ids", "input_mask", "segment_ids")
+MASKED_LM_POSITIONS = "masked_lm_positions"
+MASKED_LM_IDS = "masked_lm_ids"
+MASKED_LM_WEIGHTS = "masked_lm_weights"
+NEXT_SENTENCE_LABELS = "next_sentence_labels"
+LABEL_KEYS = (MASKED_LM_IDS, MASKED_LM_WEIGHTS, NEXT_SENTENCE_LABELS)
+
+# google-research/bert adds this to the sum of the masked-LM weights, so a
+# batch without predictions gives a loss of 0 instead of 0 / 0.
+MASKED_LM_DENOMINATOR_EPSILON = 1e-5
+
+
+@keras.saving.register_keras_serializable(package="tfnlp")
+class BertPretrainingModel(keras.Model):
+    """BERT with its pretraining heads: masked LM and next sentence.
+
+    Masked LM: the encoder's `sequence_output` is gathered at
+    `masked_lm_positions`, then goes through a dense layer of width
+    `hidden_size`, the config's `hidden_activation` and a LayerNorm (the
+    config's epsilon); the logits are the product with the transposed token
+    embedding matrix of the encoder (tied weights) plus a `vocab_size`
+    bias. Next sentence: a 2-way dense layer on `pooled_output`. Both
+    logits are float32, also under a mixed-precision policy.
+
+    Every layer is built in the constructor, so the weights exist (to load
+    or restore) before the first call. `get_config()` holds the encoder as
+    a nested Keras object.
+
+    Training with `compile()` + `fit()`: compile without a `loss` and fit on
+    the batches of `tfnlp.data.pretraining_dataset` (the labels are in the
+    batch dict; a `(features, labels)` pair of dicts works too).
+    `compute_loss` returns `pretraining_loss(...)["loss"]` (plus any
+    regularization losses), divided by the number of replicas under
+    `tf.distribute` as Keras' own losses are; `fit` and `evaluate` report
+    `loss`, `masked_lm_accuracy`, `masked_lm_perplexity` and
+    `next_sentence_accuracy` (`tfnlp.metrics`). A `loss` given to
+    `compile()` replaces this and sees `y` only. Keras 3 (TensorFlow
+    backend) caveat: on a dataset of unknown cardinality with a static batch
+    size, such as `pretraining_dataset`'s, the `loss` that `fit`/`evaluate`
+    log counts one extra, empty batch at the end of each pass (the step
+    that finds the iterator exhausted); give `steps_per_epoch`/`steps`, or
+    `tf.data.experimental.assert_cardinality`. The metrics here are not
+    affected.
+
+    Args:
+        encoder: a `tfnlp.models.BertEncoder`.
+        dtype: dtype or `keras.DTypePolicy` of the heads; defaults to the
+            encoder's policy.
+        **kwargs: standard `keras.Model` arguments, such as `name`.
+
+    Call arguments:
+        inputs: a dict with the int32 `[batch, length]` tensors `input_ids`,
+            `input_mask` and `segment_ids`, and the int32 `[batch, P]`
+            `masked_lm_positions`; other keys (the labels) are ignored.
+            Positions must lie in `[0, length)`; padded predictions
+            usually point at position 0 and are weighted 0 by the loss.
+        training: whether dropout is active.
+
+    Returns:
+        A dict: `mlm_logits` float32 `[batch, P, vocab_size]` and
+        `nsp_logits` float32 `[batch, 2]` (index 1: "B is a random
+        sentence", as `next_sentence_labels`).
+
+    Example:
+
+    >>> import numpy as np
+    >>> from tfnlp.models import BertConfig, BertEncoder
+    >>> config = BertConfig.preset("tiny", vocab_size=100, num_layers=1)
+    >>> model = BertPretrainingModel(BertEncoder(config))
+    >>> batch = {
+    ...     "input_ids": np.array([[2, 4, 7, 3, 0]], "int32"),
+    ...     "input_mask": np.array([[1, 1, 1, 1, 0]], "int32"),
+    ...     "segment_ids": np.zeros((1, 5), "int32"),
+    ...     "masked_lm_positions": np.array([[2, 0]], "int32"),
+    ...     "masked_lm_ids": np.array([[9, 0]], "int32"),
+    ...     "masked_lm_weights": np.array([[1.0, 0.0]], "float32"),
+    ...     "next_sentence_labels": np.array([[0]], "int32"),
+    ... }
+    >>> outputs = model(batch)
+    >>> tuple(outputs["mlm_logits"].shape), tuple(outputs["nsp_logits"].shape)
+    ((1, 2, 100), (1, 2))
+    >>> sorted(pretraining_loss(batch, outputs))
+    ['loss', 'masked_lm_loss', 'next_sentence_loss']
+
+    References:
+        - [Devlin et al., 2019. BERT: Pre-training of Deep Bidirectional
+          Transformers for Language Understanding](
+          https://arxiv.org/abs/1810.04805)
+    """
+
+    def __init__(self, encoder, dtype=None, **kwargs):
+        if not isinstance(encoder, BertEncoder):
+            raise ValueError(
+                "`encoder` must be a tfnlp.models.BertEncoder. Received a "
+                f"{type(encoder).__name__}; make one with "
+                "BertEncoder(BertConfig.preset('base')) or "
+                "BertEncoder.from_huggingface(path)."
+            )
+        if dtype is None:
+            dtype = encoder.dtype_policy
+        super().__init__(dtype=dtype, **kwargs)
+        config = encoder.config
+        self.encoder = encoder
+        initializer = keras.initializers.TruncatedNormal(stddev=config.initializer_range)
+
+        # === Masked-LM head ===
+        self.masked_lm_dense = keras.layers.Dense(
+            config.hidden_size,
+            kernel_initializer=initializer,
+            dtype=self.dtype_policy,
+            name="masked_lm_dense",
+        )
+        self.masked_lm_activation = get_activation(config.hidden_activation)
+        self.masked_lm_layer_norm = keras.layers.LayerNormalization(
+            epsilon=config.layer_norm_epsilon,
+            dtype=self.dtype_policy,
+            name="masked_lm_layer_norm",
+        )
+        self.masked_lm_dense.build((None, None, config.hidden_size))
+        self.masked_lm_layer_norm.build((None, None, config.hidden_size))
+        self.masked_lm_bias = self.add_weight(
+            shape=(config.vocab_size,),
+            initializer="zeros",
+            name="masked_lm_bias",
+        )
+
+        # === Next-sentence head ===
+        self.next_sentence_dense = keras.layers.Dense(
+            2,
+            kernel_initializer=initializer,
+            dtype=self.dtype_policy,
+            name="next_sentence_dense",
+        )
+        self.next_sentence_dense.build((None, config.hidden_size))
+
+        # === Metrics reported by fit() and evaluate() ===
+        self.masked_lm_accuracy = MaskedLMAccuracy()
+        self.masked_lm_perplexity = MaskedLMPerplexity()
+        self.next_sentence_accuracy = NextSentenceAccuracy()
+        self.built = True
+
+    @property
+    def config(self):
+        """The encoder's `BertConfig`."""
+        return self.encoder.config
+
+    def call(self, inputs, training=None):
+        encoder_outputs = self.encoder(_encoder_inputs(inputs), training=training)
+        positions = _required(inputs, MASKED_LM_POSITIONS, type(self).__name__)
+        hidden = gather_positions(encoder_outputs["sequence_output"], positions)
+        return {
+            "mlm_logits": self._masked_lm_logits(hidden),
+            "nsp_logits": ops.cast(
+                self.next_sentence_dense(encoder_outputs["pooled_output"]), "float32"
+            ),
+        }
+
+    def _masked_lm_logits(self, hidden):
+        """Logits of the `[batch, P, hidden]` gathered states."""
+        hidden = self.masked_lm_dense(hidden)
+        hidden = self.masked_lm_activation(hidden)
+        hidden = self.masked_lm_layer_norm(hidden)
+        embeddings = ops.cast(
+            self.encoder.token_embedding.embeddings, self.compute_dtype
+        )
+        logits = ops.matmul(hidden, ops.transpose(embeddings))
+        logits = logits + ops.cast(self.masked_lm_bias, self.compute_dtype)
+        return ops.cast(logits, "float32")
+
+    # --- compile() + fit() ------------------------------------------------
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        if self.loss is not None:  # compile() was given a loss of its own
+            return super().compute_loss(x, y, y_pred, sample_weight, training=training)
+        labels = _labels(x, y)
+        loss = pretraining_loss(labels, y_pred)["loss"]
+        for additional_loss in self.losses:
+            loss = loss + ops.cast(ops.sum(additional_loss), "float32")
+        return _scale_for_replicas(loss)
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        if self.loss is None:
+            labels = _labels(x, y)
+            self.masked_lm_accuracy.update_state(
+                labels[MASKED_LM_IDS], y_pred["mlm_logits"], labels[MASKED_LM_WEIGHTS]
+            )
+            self.masked_lm_perplexity.update_state(
+                labels[MASKED_LM_IDS], y_pred["mlm_logits"], labels[MASKED_LM_WEIGHTS]
+            )
+            self.next_sentence_accuracy.update_state(
+                labels[NEXT_SENTENCE_LABELS], y_pred["nsp_logits"]
+            )
+        return super().compute_metrics(x, y, y_pred, sample_weight)
+
+    # --- Hugging Face -------------------------------------------------------
+
+    @classmethod
+    def from_huggingface(cls, path, dtype=None, **kwargs):
+        """The model with the weights of a Hugging Face BERT checkpoint.
+
+        Loads the encoder as `BertEncoder.from_huggingface` does, and the
+        pretraining heads (`cls.*`, as `BertForPreTraining` stores them) with
+        `load_huggingface_head_weights`. A head the checkpoint lacks (a
+        `BertModel` has neither, a `BertForMaskedLM` has no next-sentence
+        head) keeps its fresh initialization.
+
+        Args:
+            path: the checkpoint directory (`config.json`,
+                `model.safetensors`).
+            dtype: dtype or policy of the encoder and the heads.
+            **kwargs: standard `keras.Model` arguments, such as `name`.
+
+        Raises:
+            ValueError: as `BertEncoder.from_huggingface`, and for head
+                tensors that are unknown, incomplete, of the wrong shape, or
+                an untied decoder (see `load_huggingface_head_weights`).
+        """
+        from tfnlp.models import huggingface
+
+        checkpoint = huggingface.read_huggingface_checkpoint(path)
+        encoder = BertEncoder(checkpoint.config, dtype=dtype)
+        huggingface.load_encoder_weights(encoder, checkpoint.encoder_tensors, path)
+        model = cls(encoder, dtype=dtype, **kwargs)
+        load_huggingface_head_weights(model, checkpoint.head_tensors, path)
+        return model
+
+    # --- Serialization ------------------------------------------------------
+
+    def get_config(self):
+        # Not chained to keras.Model, whose config of a subclassed model
+        # holds only name and trainability; the encoder rebuilds the rest.
+        return {
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)
+
+
+def gather_positions(sequence_output, positions):
+    """The vectors of `sequence_output` at `positions`, per sequence.
+
+    Args:
+        sequence_output: `[batch, length, hidden]`.
+        positions: int `[batch, P]`, each in `[0, length)`.
+
+    Returns:
+        `[batch, P, hidden]`: `result[b, p] = sequence_output[b,
+        positions[b, p]]`. One gather of rows of the flattened
+        `[batch * length, hidden]` tensor, as google-research/bert's
+        `gather_indexes`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> sequence = np.arange(12, dtype="float32").reshape(2, 3, 2)
+    >>> gathered = gather_positions(sequence, np.array([[2, 0], [1, 1]]))
+    >>> keras.ops.convert_to_numpy(gathered).tolist()
+    [[[4.0, 5.0], [0.0, 1.0]], [[8.0, 9.0], [8.0, 9.0]]]
+    """
+    sequence_output = ops.convert_to_tensor(sequence_output)
+    positions = ops.cast(positions, "int32")
+    shape = ops.shape(sequence_output)
+    batch, length, hidden = shape[0], shape[1], sequence_output.shape[-1]
+    offsets = ops.expand_dims(ops.arange(batch, dtype="int32") * length, -1)
+    flat_positions = ops.reshape(positions + offsets, (-1,))
+    flat_sequence = ops.reshape(sequence_output, (-1, hidden))
+    gathered = ops.take(flat_sequence, flat_positions, axis=0)
+    return ops.reshape(gathered, (batch, -1, hidden))
+
+
+# --- Losses -------------------------------------------------------------------
+
+
+def masked_lm_loss(masked_lm_ids, mlm_logits, masked_lm_weights, denominator=None):
+    """The weighted masked-LM cross-entropy (a float32 scalar).
+
+    `Σ w·CE / denominator`, with `CE` the cross-entropy (natural log) of
+    each prediction computed in float32 from the logits, and `w` its
+    `masked_lm_weights` value (0 for padded predictions). The default
+    denominator is the local `Σ w + 1e-5`, which is google-research/bert's
+    loss: the weighted mean over this batch's real predictions.
+
+    Args:
+        masked_lm_ids: int `[batch, P]` true token ids.
+        mlm_logits: `[batch, P, vocab_size]` logits.
+        masked_lm_weights: float `[batch, P]` weights.
+        denominator: what the weighted sum is divided by. Leave it out for
+            the batch's weighted mean. Under `tf.distribute`, pass the
+            weight sum of the GLOBAL batch (all-reduced, see
+            `pretraining_loss`); pass 1.0 for the plain weighted sum.
+            Values below 1e-5 are raised to 1e-5.
+
+    Example (uniform logits over 4 tokens: the loss is log 4):
+
+    >>> import numpy as np
+    >>> loss = masked_lm_loss(np.array([[3, 0]]), np.zeros((1, 2, 4), "float32"),
+    ...                       np.array([[1.0, 0.0]], "float32"))
+    >>> round(float(loss), 4), round(float(np.log(4)), 4)
+    (1.3863, 1.3863)
+
+    References:
+        - [Devlin et al., 2019. BERT: Pre-training of Deep Bidirectional
+          Transformers for Language Understanding](
+          https://arxiv.org/abs/1810.04805)
+    """
+    weights = ops.cast(masked_lm_weights, "float32")
+    cross_entropy = ops.sparse_categorical_crossentropy(
+        ops.cast(masked_lm_ids, "int32"),
+        ops.cast(mlm_logits, "float32"),
+        from_logits=True,
+    )
+    numerator = ops.sum(cross_entropy * weights)
+    if denominator is None:
+        denominator = ops.sum(weights) + MASKED_LM_DENOMINATOR_EPSILON
+    else:
+        denominator = ops.maximum(
+            ops.cast(denominator, "float32"), MASKED_LM_DENOMINATOR_EPSILON
+        )
+    return numerator / denominator
+
+
+def next_sentence_loss(next_sentence_labels, nsp_logits, global_batch_size=None):
+    """The next-sentence cross-entropy (a float32 scalar).
+
+    `Σ CE / global_batch_size` over the examples of the batch, `CE` the
+    cross-entropy of each computed in float32 from the logits. The default
+    `global_batch_size` is this batch's size: the mean.
+
+    Args:
+        next_sentence_labels: int `[batch, 1]` or `[batch]` (1: B is a
+            random sentence).
+        nsp_logits: `[batch, 2]` logits.
+        global_batch_size: the divisor. Under `tf.distribute` pass the
+            global batch size (the sum over replicas); pass 1 for the sum.
+
+    Example:
+
+    >>> import numpy as np
+    >>> loss = next_sentence_loss(np.array([[0], [1]]), np.zeros((2, 2), "float32"))
+    >>> round(float(loss), 4), round(float(np.log(2)), 4)
+    (0.6931, 0.6931)
+
+    References:
+        - [Devlin et al., 2019. BERT: Pre-training of Deep Bidirectional
+          Transformers for Language Understanding](
+          https://arxiv.org/abs/1810.04805)
+    """
+    labels = ops.cast(ops.reshape(next_sentence_labels, (-1,)), "int32")
+    cross_entropy = ops.sparse_categorical_crossentropy(
+        labels, ops.cast(nsp_logits, "float32"), from_logits=True
+    )
+    if global_batch_size is None:
+        return ops.mean(cross_entropy)
+    return ops.sum(cross_entropy) / ops.cast(global_batch_size, "float32")
+
+
+def pretraining_loss(batch, outputs, global_batch_size=None, masked_lm_denominator=None):
+    """The BERT pretraining loss: masked LM + next sentence.
+
+    Args:
+        batch: a dict with `masked_lm_ids`, `masked_lm_weights` and
+            `next_sentence_labels` (a `tfnlp.data.pretraining_dataset`
+            batch; other keys are ignored).
+        outputs: the `BertPretrainingModel` outputs (`mlm_logits`,
+            `nsp_logits`).
+        global_batch_size: passed to `next_sentence_loss`.
+        masked_lm_denominator: passed to `masked_lm_loss` as `denominator`.
+
+    Returns:
+        A dict of float32 scalars: `masked_lm_loss`, `next_sentence_loss`,
+        and `loss`, their sum.
+
+    Scaling under `tf.distribute` (in `strategy.run`, each replica sees
+    its own part of the global batch; Keras optimizers then SUM the
+    replicas' gradients), either:
+
+    - Exact global mean (recommended): on each replica call
+      `pretraining_loss(batch, outputs, global_batch_size=GLOBAL_BATCH,
+      masked_lm_denominator=W)` with `W = replica_context.all_reduce("sum",
+      ops.sum(batch["masked_lm_weights"]))`, the global weight sum. The
+      replicas' losses then add up to the loss of the whole global batch
+      (weighted mean of every masked prediction + mean next-sentence loss),
+      and the summed gradients are its gradients. Log the
+      `strategy.reduce("SUM", ...)` of the per-replica values.
+    - google-research/bert's behaviour: call with the defaults (each
+      replica's own means) and divide `loss` by
+      `strategy.num_replicas_in_sync` before taking gradients; log the
+      `strategy.reduce("MEAN", ...)` of the undivided values. The masked-LM
+      part is then the mean of per-replica weighted means, which differs
+      from the global weighted mean when replicas hold different numbers
+      of predictions. `BertPretrainingModel.compute_loss` (`fit`) does this.
+
+    Without a strategy (or with one replica) the defaults are the loss.
+
+    Example:
+
+    >>> import numpy as np
+    >>> batch = {"masked_lm_ids": np.array([[3]]),
+    ...          "masked_lm_weights": np.array([[1.0]], "float32"),
+    ...          "next_sentence_labels": np.array([[1]])}
+    >>> outputs = {"mlm_logits": np.zeros((1, 1, 4), "float32"),
+    ...            "nsp_logits": np.zeros((1, 2), "float32")}
+    >>> round(float(pretraining_loss(batch, outputs)["loss"]), 4)  # log 4 + log 2
+    2.0794
+
+    References:
+        - [Devlin et al., 2019. BERT: Pre-training of Deep Bidirectional
+          Transformers for Language Understanding](
+          https://arxiv.org/abs/1810.04805)
+    """
+    for key in LABEL_KEYS:
+        _required(batch, key, "pretraining_loss")
+    for key in ("mlm_logits", "nsp_logits"):
+        if key not in outputs:
+            raise ValueError(
+                f"pretraining_loss: `outputs` has no {key!r}; it has "
+                f"{sorted(outputs)}. Pass the dict a BertPretrainingModel returns."
+            )
+    mlm = masked_lm_loss(
+        batch[MASKED_LM_IDS],
+        outputs["mlm_logits"],
+        batch[MASKED_LM_WEIGHTS],
+        denominator=masked_lm_denominator,
+    )
+    nsp = next_sentence_loss(
+        batch[NEXT_SENTENCE_LABELS], outputs["nsp_logits"], global_batch_size
+    )
+    return {"loss": mlm + nsp, "masked_lm_loss": mlm, "next_sentence_loss": nsp}
+
+
+# --- Hugging Face heads -------------------------------------------------------
+
+_MASKED_LM_TENSORS = (
+    "cls.predictions.transform.dense.weight",
+    "cls.predictions.transform.dense.bias",
+    "cls.predictions.transform.LayerNorm.weight",
+    "cls.predictions.transform.LayerNorm.bias",
+    "cls.predictions.bias",
+)
+_NEXT_SENTENCE_TENSORS = ("cls.seq_relationship.weight", "cls.seq_relationship.bias")
+_MASKED_LM_BIAS_NAME = "cls.predictions.bias"
+_DECODER_WEIGHT = "cls.predictions.decoder.weight"
+_DECODER_BIAS = "cls.predictions.decoder.bias"
+# How far a stored decoder weight may be from the word embeddings and still
+# count as tied (bfloat16 checkpoints round both the same way).
+_TIED_TOLERANCE = 1e-6
+
+
+def _head_variables(model):
+    """`(name, variable, transposed)` for every Hugging Face head tensor."""
+    return [
+        ("cls.predictions.transform.dense.weight", model.masked_lm_dense.kernel, True),
+        ("cls.predictions.transform.dense.bias", model.masked_lm_dense.bias, False),
+        (
+            "cls.predictions.transform.LayerNorm.weight",
+            model.masked_lm_layer_norm.gamma,
+            False,
+        ),
+        (
+            "cls.predictions.transform.LayerNorm.bias",
+            model.masked_lm_layer_norm.beta,
+            False,
+        ),
+        ("cls.predictions.bias", model.masked_lm_bias, False),
+        ("cls.seq_relationship.weight", model.next_sentence_dense.kernel, True),
+        ("cls.seq_relationship.bias", model.next_sentence_dense.bias, False),
+    ]
+
+
+def load_huggingface_head_weights(model, head_tensors, source="the checkpoint"):
+    """Assigns Hugging Face `cls.*` tensors to a `BertPretrainingModel`.
+
+    The masked-LM tensors (`cls.predictions.transform.dense.*`,
+    `cls.predictions.transform.LayerNorm.*`, `cls.predictions.bias`) and the
+    next-sentence tensors (`cls.seq_relationship.*`) are loaded group by
+    group: a group that is absent altogether is left as it is, a group
+    that is incomplete is an error. The decoder is tied to the word
+    embeddings: `cls.predictions.decoder.weight`, when stored, must equal
+    the encoder's token embeddings (already loaded), and
+    `cls.predictions.decoder.bias`, when stored, stands for
+    `cls.predictions.bias` (they are the same parameter in Hugging Face).
+
+    Args:
+        model: a `BertPretrainingModel` whose encoder holds the checkpoint's
+            encoder weights.
+        head_tensors: canonical name -> numpy array, as
+            `read_huggingface_checkpoint(path).head_tensors`.
+        source: where the tensors come from, for error messages.
+
+    Returns:
+        The names of the groups loaded: a subset of
+        `["masked_lm", "next_sentence"]`.
+
+    Raises:
+        ValueError: for unknown `cls.*` tensors, an incomplete group, a
+            tensor whose shape does not fit the config, or a decoder weight
+            that differs from the word embeddings (an untied head, which
+            this model cannot hold).
+    """
+    import numpy as np
+
+    tensors = dict(head_tensors)
+    if _DECODER_BIAS in tensors:
+        decoder_bias = tensors.pop(_DECODER_BIAS)
+        if _MASKED_LM_BIAS_NAME in tensors and not np.array_equal(
+            tensors[_MASKED_LM_BIAS_NAME], decoder_bias
+        ):
+            raise ValueError(
+                f"{source} holds both {_MASKED_LM_BIAS_NAME!r} and "
+                f"{_DECODER_BIAS!r} with different values; in Hugging Face BERT "
+                "they are one tied parameter. Keep one of them."
+            )
+        tensors.setdefault(_MASKED_LM_BIAS_NAME, decoder_bias)
+    decoder_weight = tensors.pop(_DECODER_WEIGHT, None)
+    known = set(_MASKED_LM_TENSORS) | set(_NEXT_SENTENCE_TENSORS)
+    unknown = sorted(set(tensors) - known)
+    if unknown:
+        raise ValueError(
+            f"{source} has pretraining-head tensors BertPretrainingModel does "
+            f"not have: {', '.join(unknown)}. Known: {', '.join(sorted(known))}, "
+            f"{_DECODER_WEIGHT} and {_DECODER_BIAS} (tied)."
+        )
+    loaded = []
+    for group, names in (
+        ("masked_lm", _MASKED_LM_TENSORS),
+        ("next_sentence", _NEXT_SENTENCE_TENSORS),
+    ):
+        present = [name for name in names if name in tensors]
+        if present and len(present) < len(names):
+            missing = sorted(set(names) - set(present))
+            raise ValueError(
+                f"{source} has an incomplete {group} head: it lacks "
+                f"{', '.join(missing)} (it has {', '.join(present)}). Store "
+                "all of the head's tensors, or none to keep a fresh head."
+            )
+        if present:
+            loaded.append(group)
+    for name, variable, transposed in _head_variables(model):
+        if name not in tensors:
+            continue
+        tensor = np.asarray(tensors[name])
+        if transposed:
+            tensor = tensor.T
+        if tensor.shape != tuple(variable.shape):
+            stored = tensor.T.shape if transposed else tensor.shape
+            expected = tuple(variable.shape)[::-1] if transposed else tuple(variable.shape)
+            raise ValueError(
+                f"{source}: tensor {name!r} has shape {stored}, but the "
+                f"model's config needs {expected}. The config.json does not "
+                "match the weights."
+            )
+        variable.assign(tensor.astype(variable.dtype))
+    if decoder_weight is not None:
+        embeddings = keras.ops.convert_to_numpy(model.encoder.token_embedding.embeddings)
+        decoder_weight = np.asarray(decoder_weight, dtype=embeddings.dtype)
+        if decoder_weight.shape != embeddings.shape or not np.allclose(
+            decoder_weight, embeddings, rtol=0, atol=_TIED_TOLERANCE
+        ):
+            raise ValueError(
+                f"{source}: {_DECODER_WEIGHT!r} differs from the word embeddings "
+                "(embeddings.word_embeddings.weight). BertPretrainingModel ties "
+                "the masked-LM output projection to the token embeddings, so it "
+                "cannot hold an untied decoder. Drop the tensor to use the "
+                "embeddings, or fine-tune from the encoder alone."
+            )
+    return loaded
+
+
+def huggingface_head_tensors_from_model(model):
+    """A `BertPretrainingModel`'s heads as Hugging Face `cls.*` tensors.
+
+    The inverse of `load_huggingface_head_weights` (without the decoder
+    weight, which is tied to the word embeddings): together with
+    `huggingface.encoder_tensors_from_encoder(model.encoder)`, saved with
+    `safetensors.numpy.save_file`, it makes a checkpoint
+    `BertPretrainingModel.from_huggingface` reads back.
+    """
+    import numpy as np
+
+    tensors = {}
+    for name, variable, transposed in _head_variables(model):
+        array = keras.ops.convert_to_numpy(variable)
+        tensors[name] = np.ascontiguousarray(array.T if transposed else array)
+    return tensors
+
+
+# --- Helpers ------------------------------------------------------------------
+
+
+def _required(inputs, key, caller):
+    if not isinstance(inputs, dict):
+        raise ValueError(
+            f"{caller} takes a dict of tensors (a tfnlp.data.pretraining_dataset "
+            f"batch). Received a {type(inputs).__name__}."
+        )
+    if key not in inputs:
+        raise ValueError(
+            f"{caller}: the batch has no {key!r}; it has {sorted(inputs)}. A "
+            "pretraining batch (tfnlp.data.pretraining_dataset) has input_ids, "
+            "input_mask, segment_ids, masked_lm_positions, masked_lm_ids, "
+            "masked_lm_weights and next_sentence_labels."
+        )
+    return inputs[key]
+
+
+def _encoder_inputs(inputs):
+    return {key: _required(inputs, key, "BertPretrainingModel") for key in ENCODER_INPUTS}
+
+
+def _labels(x, y):
+    """The label dict of a fit() batch: `y` when it is a dict, else `x`."""
+    labels = y if isinstance(y, dict) else x
+    if not isinstance(labels, dict) or not all(key in labels for key in LABEL_KEYS):
+        present = sorted(labels) if isinstance(labels, dict) else type(labels).__name__
+        raise ValueError(
+            "BertPretrainingModel.fit/evaluate needs the labels "
+            f"{', '.join(LABEL_KEYS)} in the batch dict (or in a dict `y`). "
+            f"Found: {present}. Fit on tfnlp.data.pretraining_dataset batches, "
+            "or give compile() a `loss` of your own."
+        )
+    return labels
+
+
+def _scale_for_replicas(loss):
+    """`loss / num_replicas_in_sync` under a `tf.distribute` strategy (the
+    scaling Keras gives its own losses), `loss` otherwise and on JAX."""
+    if keras.backend.backend() != "tensorflow":
+        return loss
+    # Only the replica count is read from TensorFlow; the model code above
+    # stays keras.ops.
+    import tensorflow as tf
+
+    replicas = tf.distribute.get_strategy().num_replicas_in_sync
+    if replicas > 1:
+        loss = loss / replicas
+    return loss
