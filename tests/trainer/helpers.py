@@ -1,0 +1,119 @@
+"""Shared helpers of the trainer tests: tiny TFRecords and trainer runs."""
+
+import json
+import os
+import pathlib
+import random
+import subprocess
+import sys
+
+import tensorflow as tf
+
+from tfnlp.data import pretraining_schema
+
+REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
+MAX_SEQ_LENGTH = 32
+MAX_PREDICTIONS = 5
+VOCAB_SIZE = 100
+
+
+def write_records(path, count=64, seed=0):
+    """Writes `count` random pretraining records (ids in [5, 100)) to `path`."""
+    rng = random.Random(seed)
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for index in range(count):
+            length = rng.randint(8, MAX_SEQ_LENGTH)
+            input_ids = [2] + [rng.randint(5, VOCAB_SIZE - 1) for _ in range(length - 2)] + [3]
+            segment_ids = [0] * (length // 2) + [1] * (length - length // 2)
+            positions = sorted(rng.sample(range(1, length - 1), 3))
+            labels = [rng.randint(5, VOCAB_SIZE - 1) for _ in positions]
+            writer.write(pretraining_schema.serialize_instance(
+                input_ids, segment_ids, positions, labels, index % 2 == 1,
+                MAX_SEQ_LENGTH, MAX_PREDICTIONS,
+            ))
+    return path
+
+
+def flags(train_data, model_dir, *extra, **overrides):
+    """The command-line flags of a tiny, fast, deterministic run."""
+    values = {
+        "train_data": train_data,
+        "model_dir": model_dir,
+        "config": "tiny",
+        "num_layers": 1,
+        "vocab_size": VOCAB_SIZE,
+        "max_seq_length": MAX_SEQ_LENGTH,
+        "max_predictions_per_seq": MAX_PREDICTIONS,
+        "global_batch_size": 8,
+        "train_steps": 5,
+        "warmup_steps": 2,
+        "learning_rate": 1e-3,
+        "hidden_dropout": 0.0,
+        "attention_dropout": 0.0,
+        "log_every_steps": 1,
+        "attention_images_every_steps": 0,
+    }
+    values.update(overrides)
+    return [f"--{name}={value}" for name, value in values.items()] + list(extra)
+
+
+def environment(**extra):
+    """The environment of a trainer subprocess (quiet TensorFlow, no GPU)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(REPOSITORY)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
+    )
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    env["CUDA_VISIBLE_DEVICES"] = ""
+    env.update(extra)
+    return env
+
+
+def start(arguments, logical_cpus=0, **env):
+    """Starts `python -m trainer.pretrain ARGUMENTS` (a `subprocess.Popen`).
+
+    With `logical_cpus`, the CPU is first split into that many logical
+    devices (for MirroredStrategy on a machine without GPUs).
+    """
+    if logical_cpus:
+        code = (
+            "import sys, tensorflow as tf\n"
+            "cpu = tf.config.list_physical_devices('CPU')[0]\n"
+            f"tf.config.set_logical_device_configuration(cpu, "
+            f"[tf.config.LogicalDeviceConfiguration()] * {logical_cpus})\n"
+            "from trainer import pretrain\n"
+            "pretrain.main(sys.argv[1:])\n"
+        )
+        command = [sys.executable, "-c", code, *arguments]
+    else:
+        command = [sys.executable, "-m", "trainer.pretrain", *arguments]
+    return subprocess.Popen(
+        command, cwd=REPOSITORY, env=environment(**env),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+
+
+def run(arguments, logical_cpus=0, timeout=240, **env):
+    """Runs the trainer to the end; returns its output (fails on errors)."""
+    process = start(arguments, logical_cpus=logical_cpus, **env)
+    output, _ = process.communicate(timeout=timeout)
+    assert process.returncode == 0, output[-4000:]
+    return output
+
+
+def train_log(model_dir):
+    """The records of `model_dir/train_log.jsonl`."""
+    with open(os.path.join(model_dir, "train_log.jsonl"), encoding="utf-8") as file:
+        return [json.loads(line) for line in file]
+
+
+def event_values(log_dir):
+    """`{tag: [(step, value or tensor)]}` of every event file under `log_dir`."""
+    values = {}
+    for path in tf.io.gfile.glob(os.path.join(log_dir, "events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                values.setdefault(value.tag, []).append(
+                    (event.step, tf.make_ndarray(value.tensor))
+                )
+    return values

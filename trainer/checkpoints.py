@@ -1,0 +1,66 @@
+"""Resumable checkpoints of a training job in its model_dir."""
+
+import logging
+import os
+import shutil
+
+import tensorflow as tf
+
+LOGGER = logging.getLogger(__name__)
+
+
+class Checkpoints:
+    """A `tf.train.CheckpointManager` over `model_dir`, multi-worker aware.
+
+    The chief writes `model_dir/ckpt-STEP.*`; in a multi-worker cluster the
+    other workers must save too (saving runs collective ops), so they write
+    to a scratch directory under `model_dir/.worker_checkpoints/` that
+    `close()` deletes. Every worker restores from `model_dir`.
+
+    Args:
+        checkpoint: the `tf.train.Checkpoint` (model, optimizer, step, ...).
+        model_dir: the job's directory.
+        step: the int64 step variable (checkpoint numbers).
+        keep: how many of the latest checkpoints to keep.
+        chief: whether this process is the chief.
+        task_id: this worker's index (names the scratch directory).
+    """
+
+    def __init__(self, checkpoint, model_dir, step, keep=5, chief=True, task_id=0):
+        self.checkpoint = checkpoint
+        self.model_dir = model_dir
+        self.step = step
+        self.chief = chief
+        directory = model_dir
+        if not chief:
+            directory = os.path.join(model_dir, ".worker_checkpoints", f"worker_{task_id}")
+        self.directory = directory
+        self.manager = tf.train.CheckpointManager(
+            checkpoint, directory, max_to_keep=keep, step_counter=step
+        )
+
+    def restore_latest(self):
+        """Restores the latest checkpoint of `model_dir`; returns its step or 0."""
+        latest = tf.train.latest_checkpoint(self.model_dir)
+        if latest is None:
+            LOGGER.info("No checkpoint in %s: training from scratch.", self.model_dir)
+            return 0
+        self.checkpoint.restore(latest).assert_existing_objects_matched()
+        step = int(self.step.numpy())
+        LOGGER.info("Restored %s: resuming from step %d.", latest, step)
+        return step
+
+    def save(self, step):
+        """Saves the checkpoint numbered `step` (on every worker)."""
+        path = self.manager.save(checkpoint_number=step)
+        if self.chief:
+            LOGGER.info("Saved checkpoint %s.", path)
+        return path
+
+    def close(self):
+        if not self.chief:
+            shutil.rmtree(self.directory, ignore_errors=True)
+            try:
+                os.rmdir(os.path.dirname(self.directory))
+            except OSError:
+                pass  # Another worker's directory is still there.

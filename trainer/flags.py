@@ -1,0 +1,119 @@
+"""The command line of `python -m trainer.pretrain`."""
+
+import argparse
+
+from trainer.distribution import STRATEGIES
+from trainer.optimization import OPTIMIZERS
+
+MIXED_PRECISION = ("bfloat16", "float16")
+
+
+def boolean(value):
+    """Parses an absl-style boolean flag value ("true", "False", "1", ...)."""
+    lowered = str(value).strip().lower()
+    if lowered in ("true", "t", "1", "yes"):
+        return True
+    if lowered in ("false", "f", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, not {value!r}")
+
+
+def _add_boolean(parser, name, default, help_text):
+    parser.add_argument(
+        f"--{name}", type=boolean, nargs="?", const=True, default=default, help=help_text
+    )
+    parser.add_argument(f"--no{name}", dest=name, action="store_false", help=argparse.SUPPRESS)
+
+
+def pretraining_parser():
+    """The `argparse` parser of the pretraining flags."""
+    parser = argparse.ArgumentParser(
+        prog="python -m trainer.pretrain",
+        description="BERT masked-LM and next-sentence pretraining on tf.distribute.",
+        allow_abbrev=False,
+    )
+    data = parser.add_argument_group("data")
+    data.add_argument("--train_data", required=True,
+                      help="Comma-separated globs of the training TFRecord shards.")
+    data.add_argument("--eval_data", default="",
+                      help="Comma-separated globs of the evaluation shards.")
+    data.add_argument("--max_seq_length", type=int, default=128)
+    data.add_argument("--max_predictions_per_seq", type=int, default=20)
+    data.add_argument("--shuffle_buffer", type=int, default=10_000)
+    data.add_argument("--seed", type=int, default=0,
+                      help="Seeds the initial weights, dropout and the data order.")
+
+    model = parser.add_argument_group("model")
+    model.add_argument("--model_dir", required=True,
+                       help="Checkpoints, TensorBoard logs and train_log.jsonl.")
+    model.add_argument("--config", default="base",
+                       help="A BertConfig preset (tiny, mini, small, base, large) or a "
+                            "BertConfig JSON file.")
+    model.add_argument("--vocab_size", type=int, default=None,
+                       help="Overrides the config's vocab_size (the data's vocabulary).")
+    model.add_argument("--num_layers", type=int, default=None,
+                       help="Overrides the config's num_layers.")
+    model.add_argument("--hidden_dropout", type=float, default=None,
+                       help="Overrides the config's hidden_dropout.")
+    model.add_argument("--attention_dropout", type=float, default=None,
+                       help="Overrides the config's attention_dropout.")
+
+    training = parser.add_argument_group("training")
+    training.add_argument("--global_batch_size", type=int, required=True,
+                          help="Examples per step over all replicas.")
+    training.add_argument("--train_steps", type=int, required=True)
+    training.add_argument("--learning_rate", type=float, default=1e-4,
+                          help="The peak learning rate (after the warmup).")
+    training.add_argument("--warmup_steps", type=int, default=10_000)
+    training.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw")
+    training.add_argument("--weight_decay", type=float, default=0.01)
+    training.add_argument("--clip_norm", type=float, default=1.0,
+                          help="Clip the gradient to this global norm; 0 for none.")
+    training.add_argument("--gradient_accumulation_steps", type=int, default=1,
+                          help="Split each replica's batch into this many micro-batches.")
+    training.add_argument("--strategy", choices=STRATEGIES, default="default")
+    training.add_argument("--tpu", default="", help="The TPU name or address (--strategy=tpu).")
+    training.add_argument("--mixed_precision", choices=MIXED_PRECISION, default=None)
+    _add_boolean(training, "jit_compile", False, "Compile the replica step with XLA.")
+
+    outputs = parser.add_argument_group("checkpoints, logs and export")
+    outputs.add_argument("--checkpoint_every_steps", type=int, default=1000)
+    outputs.add_argument("--keep_checkpoints", type=int, default=5)
+    outputs.add_argument("--log_every_steps", type=int, default=100,
+                         help="Steps between TensorBoard scalars and log lines.")
+    outputs.add_argument("--eval_every_steps", type=int, default=0,
+                         help="Steps between evaluations (0: only at the end).")
+    outputs.add_argument("--eval_steps", type=int, default=20,
+                         help="Global batches per evaluation.")
+    outputs.add_argument("--attention_images_every_steps", type=int, default=1000,
+                         help="Steps between attention heatmaps (0: none).")
+    outputs.add_argument("--profile_steps", default="",
+                         help="'START,END': trace these steps with the TF profiler.")
+    outputs.add_argument("--export_dir", default="",
+                         help="Write the trained encoder as a SavedModel here.")
+    # Test hook: pretend the loss of this step is NaN (tests the NaN stop).
+    outputs.add_argument("--inject_nan_at_step", type=int, default=0, help=argparse.SUPPRESS)
+    return parser
+
+
+def parse_flags(argv=None):
+    """Parses and checks the flags; exits with a usage message on errors."""
+    parser = pretraining_parser()
+    flags = parser.parse_args(argv)
+    positive = ("global_batch_size", "train_steps", "max_seq_length",
+                "gradient_accumulation_steps", "keep_checkpoints", "log_every_steps")
+    for name in positive:
+        if getattr(flags, name) < 1:
+            parser.error(f"--{name} must be at least 1, got {getattr(flags, name)}.")
+    for name in ("warmup_steps", "checkpoint_every_steps", "eval_every_steps",
+                 "attention_images_every_steps", "eval_steps"):
+        if getattr(flags, name) < 0:
+            parser.error(f"--{name} must not be negative, got {getattr(flags, name)}.")
+    if flags.warmup_steps > flags.train_steps:
+        parser.error(
+            f"--warmup_steps ({flags.warmup_steps}) must not exceed --train_steps "
+            f"({flags.train_steps})."
+        )
+    if flags.learning_rate <= 0:
+        parser.error(f"--learning_rate must be positive, got {flags.learning_rate}.")
+    return flags

@@ -1,0 +1,192 @@
+"""The pretraining optimizer (AdamW or LAMB) and its learning-rate schedule.
+
+The optimizers are Keras' own (`keras.optimizers.AdamW`, `keras.optimizers.Lamb`),
+with weight decay left off the LayerNorm and bias variables as in BERT. The
+schedule is BERT's: a linear warmup to the peak rate, then a linear decay to
+zero at the last step (`WarmupPolynomialDecay`; Keras has the decay,
+`keras.optimizers.schedules.PolynomialDecay`, but no linear warmup in front
+of it).
+
+Gradient clipping and gradient accumulation are done by the training loop
+(`trainer.training_loop`), not by the optimizer's `global_clipnorm` and
+`gradient_accumulation_steps`: under a `tf.distribute` strategy Keras clips
+each replica's share of the gradient before summing the shares, which is not
+clipping the gradient, and its accumulation keeps per-replica state that
+`strategy.run` does not combine.
+"""
+
+import keras
+
+OPTIMIZERS = ("adamw", "lamb")
+
+# Substrings of variable paths that get no weight decay: LayerNorm scales and
+# offsets (named layer_norm/LayerNorm, or Keras' gamma/beta) and biases.
+NO_DECAY_NAMES = ("layer_norm", "LayerNorm", "gamma", "beta", "bias")
+
+
+@keras.saving.register_keras_serializable(package="tfnlp")
+class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """A linear warmup to `peak_learning_rate`, then a polynomial decay.
+
+    For `step < warmup_steps` the rate is `peak * step / warmup_steps`; after
+    it, `peak * (1 - (step - warmup_steps) / (decay_steps - warmup_steps)) **
+    power` down to `end_learning_rate`, reached at `decay_steps` and kept
+    after. With `power=1` and `end_learning_rate=0` this is BERT's linear
+    warmup and linear decay to zero at the last step.
+
+    Args:
+        peak_learning_rate: the rate at the end of the warmup.
+        decay_steps: the step at which `end_learning_rate` is reached (the
+            number of training steps).
+        warmup_steps: the length of the warmup; 0 for none.
+        end_learning_rate: the final rate.
+        power: the power of the polynomial decay (1: linear).
+
+    Example:
+
+    >>> schedule = WarmupPolynomialDecay(1e-3, decay_steps=100, warmup_steps=10)
+    >>> [round(float(schedule(step)), 6) for step in (0, 5, 10, 55, 100, 200)]
+    [0.0, 0.0005, 0.001, 0.0005, 0.0, 0.0]
+    """
+
+    def __init__(
+        self,
+        peak_learning_rate,
+        decay_steps,
+        warmup_steps=0,
+        end_learning_rate=0.0,
+        power=1.0,
+    ):
+        if decay_steps < 1 or not 0 <= warmup_steps <= decay_steps:
+            raise ValueError(
+                "WarmupPolynomialDecay needs decay_steps >= 1 and 0 <= "
+                f"warmup_steps <= decay_steps. Received: decay_steps="
+                f"{decay_steps}, warmup_steps={warmup_steps}."
+            )
+        self.peak_learning_rate = peak_learning_rate
+        self.decay_steps = decay_steps
+        self.warmup_steps = warmup_steps
+        self.end_learning_rate = end_learning_rate
+        self.power = power
+
+    def __call__(self, step):
+        step = keras.ops.cast(step, "float32")
+        peak = keras.ops.cast(self.peak_learning_rate, "float32")
+        warmup = float(self.warmup_steps)
+        warmup_rate = peak * step / max(warmup, 1.0)
+        decay_length = max(float(self.decay_steps) - warmup, 1.0)
+        remaining = 1.0 - keras.ops.clip((step - warmup) / decay_length, 0.0, 1.0)
+        decay_rate = (peak - self.end_learning_rate) * remaining**self.power + (
+            self.end_learning_rate
+        )
+        return keras.ops.where(step < warmup, warmup_rate, decay_rate)
+
+    def get_config(self):
+        return {
+            "peak_learning_rate": self.peak_learning_rate,
+            "decay_steps": self.decay_steps,
+            "warmup_steps": self.warmup_steps,
+            "end_learning_rate": self.end_learning_rate,
+            "power": self.power,
+        }
+
+
+def no_decay_variables(model):
+    """The variables of `model` that get no weight decay (LayerNorm, biases).
+
+    Matched by path (`layer/.../variable`), so that it does not depend on
+    Keras' short variable names alone.
+    """
+    return [
+        variable
+        for variable in model.trainable_variables
+        if any(name in variable.path for name in NO_DECAY_NAMES)
+    ]
+
+
+def create_optimizer(
+    name,
+    learning_rate,
+    train_steps,
+    warmup_steps=0,
+    weight_decay=0.01,
+    model=None,
+    mixed_precision=None,
+    beta_1=0.9,
+    beta_2=0.999,
+    epsilon=1e-6,
+):
+    """The pretraining optimizer with its warmup-then-linear-decay schedule.
+
+    Args:
+        name: "adamw" (`keras.optimizers.AdamW`) or "lamb"
+            (`keras.optimizers.Lamb`; its weight decay is Keras' decoupled
+            decay, applied outside the trust ratio).
+        learning_rate: the peak learning rate.
+        train_steps: the step at which the rate reaches zero.
+        warmup_steps: steps of linear warmup.
+        weight_decay: decoupled weight-decay rate; 0 for none.
+        model: the model whose LayerNorm and bias variables are excluded
+            from weight decay (`no_decay_variables`).
+        mixed_precision: "float16" wraps the optimizer in
+            `keras.optimizers.LossScaleOptimizer` (dynamic loss scaling);
+            "bfloat16" and None need none.
+        beta_1, beta_2, epsilon: the Adam moments' parameters (BERT's
+            defaults).
+
+    Returns:
+        A `keras.optimizers.Optimizer`.
+    """
+    schedule = WarmupPolynomialDecay(
+        learning_rate, decay_steps=train_steps, warmup_steps=warmup_steps
+    )
+    arguments = dict(
+        learning_rate=schedule,
+        beta_1=beta_1,
+        beta_2=beta_2,
+        epsilon=epsilon,
+        weight_decay=weight_decay or None,
+    )
+    if name == "adamw":
+        optimizer = keras.optimizers.AdamW(**arguments)
+    elif name == "lamb":
+        optimizer = keras.optimizers.Lamb(**arguments)
+    else:
+        raise ValueError(
+            f"Unknown optimizer {name!r}. Choose one of: {', '.join(OPTIMIZERS)}."
+        )
+    if weight_decay and model is not None:
+        optimizer.exclude_from_weight_decay(var_list=no_decay_variables(model))
+    if mixed_precision == "float16":
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    return optimizer
+
+
+def learning_rate_schedule(optimizer):
+    """The schedule of `optimizer` (looking through a LossScaleOptimizer)."""
+    inner = getattr(optimizer, "inner_optimizer", optimizer)
+    return inner._learning_rate
+
+
+def leave_gradient_summing_to_caller(optimizer):
+    """Stops a Keras optimizer from summing gradients across replicas.
+
+    Keras' TensorFlow optimizers all-reduce (sum) the gradients given to
+    `apply` in a replica context. The training loop already sums them (it
+    needs the global gradient to clip it and to log its norm), so summing
+    again would multiply them by the number of replicas. Keras has no public
+    switch for this; this replaces the (private) summing method of the
+    optimizer, and of the inner optimizer of a `LossScaleOptimizer`, by the
+    identity.
+
+    Returns:
+        True if the optimizer no longer sums; False if this Keras version
+        lacks the method (the caller then divides the summed gradients by
+        the number of replicas instead).
+    """
+    done = False
+    for each in (optimizer, getattr(optimizer, "inner_optimizer", None)):
+        if each is not None and hasattr(each, "_all_reduce_sum_gradients"):
+            each._all_reduce_sum_gradients = lambda grads_and_vars: list(grads_and_vars)
+            done = True
+    return done

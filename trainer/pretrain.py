@@ -1,0 +1,377 @@
+"""BERT pretraining (masked LM and next sentence) on `tf.distribute`.
+
+    python -m trainer.pretrain --train_data='DATA/pretraining-*' \\
+        --model_dir=RUN --config=base --global_batch_size=256 \\
+        --train_steps=1000000 --learning_rate=1e-4 --warmup_steps=10000
+
+reads the TFRecords of `python -m pipelines.pretraining_data` with
+`tfnlp.data.pretraining_dataset`, trains `tfnlp.models.BertPretrainingModel`
+with the custom loop of `trainer.training_loop` (see there why not
+`keras.Model.fit`), and writes into `--model_dir`:
+
+- `ckpt-STEP.*` checkpoints (model, optimizer, step and, on one device,
+  the input iterator's position) every `--checkpoint_every_steps` and at the end. A
+  run started again with the same command restores the latest one and goes
+  on to `--train_steps`, so a killed job is resumed by re-running it.
+- `train/` and `eval/` TensorBoard logs: losses, accuracies, perplexity,
+  learning rate, gradient norm, examples/s and tokens/s (real tokens, the
+  sum of `input_mask`), the hyperparameters, attention heatmaps of one fixed
+  example and, with `--profile_steps`, a profiler trace.
+- `train_log.jsonl`: one JSON line per step (`step`, `loss`, `mlm_loss`,
+  `nsp_loss`, `learning_rate`, `gradient_norm`), and `eval_log.jsonl`.
+- `config.json`: the `BertConfig`.
+
+Input sharding: the dataset is built per input pipeline (one per worker)
+from `InputContext`, with batches of `global_batch_size / replicas`. With at
+least as many files as pipelines each pipeline reads its own files;
+otherwise every pipeline reads all files and keeps every N-th batch (with
+the same `--seed`, the global batches are then those of a single replica).
+
+A NaN or infinite loss stops the run with `FloatingPointError` naming the
+step (the last checkpoint is kept).
+"""
+
+import json
+import logging
+import math
+import os
+import sys
+
+import keras
+import tensorflow as tf
+
+from tfnlp.data import pretraining_dataset
+from tfnlp.models import BertConfig, BertEncoder
+from trainer import distribution, optimization, summaries
+from trainer.checkpoints import Checkpoints
+from trainer.export import export_encoder
+from trainer.flags import parse_flags
+from trainer.training_loop import PretrainingLoop, PretrainingMetrics, Throughput
+
+LOGGER = logging.getLogger("trainer.pretrain")
+
+
+def load_config(flags):
+    """The `BertConfig` of `--config` with the flags' overrides."""
+    overrides = {
+        name: getattr(flags, name)
+        for name in ("vocab_size", "num_layers", "hidden_dropout", "attention_dropout")
+        if getattr(flags, name) is not None
+    }
+    if flags.config in BertConfig.preset_names():
+        config = BertConfig.preset(flags.config, **overrides)
+    elif flags.config.endswith(".json"):
+        config = BertConfig.from_dict({**BertConfig.from_json(flags.config).to_dict(), **overrides})
+    else:
+        raise ValueError(
+            f"--config={flags.config!r} is neither a preset "
+            f"({', '.join(BertConfig.preset_names())}) nor a .json BertConfig file."
+        )
+    if config.max_position_embeddings < flags.max_seq_length:
+        raise ValueError(
+            f"--max_seq_length={flags.max_seq_length} is longer than the config's "
+            f"max_position_embeddings={config.max_position_embeddings}."
+        )
+    return config
+
+
+def build_pretraining_model(config):
+    """An encoder of `config` and the pretraining model around it."""
+    from tfnlp.models.bert_pretraining import BertPretrainingModel
+
+    return BertPretrainingModel(BertEncoder(config))
+
+
+def _files(patterns):
+    files = set()
+    for pattern in patterns.split(","):
+        if pattern:
+            files.update(tf.io.gfile.glob(pattern))
+    if not files:
+        raise FileNotFoundError(
+            f"No TFRecord files match {patterns!r}. Pass comma-separated globs of "
+            "the shards that `python -m pipelines.pretraining_data` wrote."
+        )
+    return sorted(files)
+
+
+def dataset_function(patterns, flags, global_batch_size, training, seed=None):
+    """The `distribute_datasets_from_function` input function of a data flag."""
+    files = _files(patterns)
+
+    def dataset_fn(input_context):
+        batch_size = input_context.get_per_replica_batch_size(global_batch_size)
+        pipelines = input_context.num_input_pipelines
+        pipeline = input_context.input_pipeline_id
+        shard_files = pipelines > 1 and len(files) >= pipelines
+        dataset = pretraining_dataset(
+            files[pipeline::pipelines] if shard_files else files,
+            batch_size=batch_size,
+            max_seq_length=flags.max_seq_length,
+            max_predictions_per_seq=flags.max_predictions_per_seq,
+            shuffle=training,
+            shuffle_buffer=flags.shuffle_buffer,
+            seed=flags.seed if seed is None else seed,
+            repeat=True,
+            drop_remainder=True,
+        )
+        if pipelines > 1 and not shard_files:
+            dataset = dataset.shard(pipelines, pipeline)
+        return dataset
+
+    return dataset_fn
+
+
+def fixed_example(patterns, flags):
+    """The first record of `patterns`, for the attention heatmaps."""
+    dataset = pretraining_dataset(
+        _files(patterns)[:1],
+        batch_size=1,
+        max_seq_length=flags.max_seq_length,
+        max_predictions_per_seq=flags.max_predictions_per_seq,
+        shuffle=False,
+    )
+    return {name: value.numpy() for name, value in next(iter(dataset)).items()}
+
+
+class JsonLog:
+    """Appends one JSON object per line to a file (only on the chief)."""
+
+    def __init__(self, path, enabled=True):
+        self.file = open(path, "a", encoding="utf-8") if enabled else None
+
+    def write(self, record):
+        if self.file:
+            self.file.write(json.dumps(record) + "\n")
+            self.file.flush()
+
+    def close(self):
+        if self.file:
+            self.file.close()
+
+
+def _check_batch(flags, strategy):
+    replicas = strategy.num_replicas_in_sync
+    divisor = replicas * flags.gradient_accumulation_steps
+    if flags.global_batch_size % divisor:
+        raise ValueError(
+            f"--global_batch_size={flags.global_batch_size} must be divisible by the "
+            f"number of replicas ({replicas}) times --gradient_accumulation_steps "
+            f"({flags.gradient_accumulation_steps}) = {divisor}."
+        )
+
+
+def _hparams(flags, config, strategy):
+    values = {f"model/{name}": value for name, value in config.to_dict().items()}
+    for name in ("global_batch_size", "train_steps", "learning_rate", "warmup_steps",
+                 "optimizer", "weight_decay", "clip_norm", "gradient_accumulation_steps",
+                 "max_seq_length", "max_predictions_per_seq", "strategy",
+                 "mixed_precision", "jit_compile", "seed"):
+        values[name] = getattr(flags, name)
+    values["replicas"] = strategy.num_replicas_in_sync
+    return values
+
+
+def run(flags):
+    """Trains as the flags say; returns the final step's loss."""
+    if flags.mixed_precision:
+        keras.mixed_precision.set_global_policy(f"mixed_{flags.mixed_precision}")
+    strategy = distribution.get_strategy(flags.strategy, flags.tpu)
+    chief = distribution.is_chief(strategy)
+    _, task_id = distribution.task_of(strategy)
+    _check_batch(flags, strategy)
+    config = load_config(flags)
+    tf.io.gfile.makedirs(flags.model_dir)
+    if chief:
+        config.to_json(os.path.join(flags.model_dir, "config.json"))
+    LOGGER.info(
+        "Pretraining with %s on %d replica(s): %s", type(strategy).__name__,
+        strategy.num_replicas_in_sync, config,
+    )
+
+    keras.utils.set_random_seed(flags.seed)
+    with strategy.scope():
+        model = build_pretraining_model(config)
+        optimizer = optimization.create_optimizer(
+            flags.optimizer,
+            learning_rate=flags.learning_rate,
+            train_steps=flags.train_steps,
+            warmup_steps=flags.warmup_steps,
+            weight_decay=flags.weight_decay,
+            model=None,
+            mixed_precision=flags.mixed_precision,
+        )
+        step = tf.Variable(
+            0, dtype=tf.int64, trainable=False, name="step",
+            aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+        )
+    # The iterator of one device is saved in the checkpoints, so a resumed
+    # run goes on with the next batch. Distributed iterators cannot be saved:
+    # a resumed distributed run reads the data in a new order instead,
+    # seeded with the restored step, rather than the first batches again.
+    saved_iterator = strategy.num_replicas_in_sync == 1 and flags.strategy == "default"
+    data_seed = flags.seed if saved_iterator else flags.seed + _latest_step(flags.model_dir)
+    train_dataset = strategy.distribute_datasets_from_function(
+        dataset_function(
+            flags.train_data, flags, flags.global_batch_size, training=True, seed=data_seed
+        )
+    )
+    train_iterator = iter(train_dataset)
+    # Builds every variable (model and optimizer) before restoring.
+    loop = PretrainingLoop(
+        strategy, model, optimizer,
+        gradient_accumulation_steps=flags.gradient_accumulation_steps,
+        clip_norm=flags.clip_norm, jit_compile=flags.jit_compile,
+    )
+    with strategy.scope():
+        _build(model, optimizer, flags)
+    tracked = dict(model=model, optimizer=optimizer, step=step)
+    if saved_iterator:
+        tracked["train_iterator"] = train_iterator
+    checkpoint = tf.train.Checkpoint(**tracked)
+    checkpoints = Checkpoints(
+        checkpoint, flags.model_dir, step, keep=flags.keep_checkpoints,
+        chief=chief, task_id=task_id,
+    )
+    current_step = checkpoints.restore_latest()
+
+    writers = summaries.SummaryWriters(flags.model_dir, enabled=chief)
+    writers.hparams(_hparams(flags, config, strategy))
+    train_log = JsonLog(os.path.join(flags.model_dir, "train_log.jsonl"), enabled=chief)
+    eval_log = JsonLog(os.path.join(flags.model_dir, "eval_log.jsonl"), enabled=chief)
+    profiler = summaries.Profiler(os.path.join(flags.model_dir, "train"), flags.profile_steps)
+    probe = None
+    if chief and flags.attention_images_every_steps and flags.strategy != "tpu":
+        probe = summaries.AttentionProbe(
+            model.encoder, fixed_example(flags.eval_data or flags.train_data, flags)
+        )
+    evaluator = None
+    if flags.eval_data:
+        eval_dataset = strategy.distribute_datasets_from_function(
+            dataset_function(flags.eval_data, flags, flags.global_batch_size, training=False)
+        )
+        evaluator = lambda: evaluate(loop, eval_dataset, flags.eval_steps)  # noqa: E731
+
+    schedule = optimization.learning_rate_schedule(optimizer)
+    metrics = PretrainingMetrics()
+    throughput = Throughput()
+    loss = None
+    try:
+        while current_step < flags.train_steps:
+            learning_rate = float(schedule(current_step))
+            profiler.before_step(current_step + 1)
+            sums = loop.train_step(train_iterator)
+            current_step += 1
+            step.assign(current_step)
+            profiler.after_step(current_step)
+            loss = sums["loss"]
+            if current_step == flags.inject_nan_at_step:
+                loss = float("nan")
+            if not math.isfinite(loss):
+                raise FloatingPointError(
+                    f"The training loss is {loss} at step {current_step}. Training "
+                    "stopped; the last checkpoint is kept. Lower --learning_rate, "
+                    "set --clip_norm, or use --mixed_precision=bfloat16 instead "
+                    "of float16, then re-run to resume from that checkpoint."
+                )
+            metrics.update(sums)
+            train_log.write({
+                "step": current_step,
+                "loss": loss,
+                "mlm_loss": sums["mlm_loss_sum"] / (sums["mlm_weight_sum"] + 1e-5),
+                "nsp_loss": sums["nsp_loss_sum"] / max(sums["examples"], 1.0),
+                "learning_rate": learning_rate,
+                "gradient_norm": sums["gradient_norm"],
+            })
+            last = current_step == flags.train_steps
+            if current_step % flags.log_every_steps == 0 or last:
+                values = metrics.result()
+                values.update(throughput.rates(metrics.totals["examples"], metrics.totals["tokens"]))
+                values["learning_rate"] = learning_rate
+                values["gradient_norm"] = sums["gradient_norm"]
+                writers.scalars(writers.train, values, current_step)
+                LOGGER.info("step %d: %s", current_step, _format(values))
+                metrics.reset()
+            if probe and (current_step % flags.attention_images_every_steps == 0 or last):
+                writers.images(probe.images(), current_step)
+            if evaluator and (
+                last or (flags.eval_every_steps and current_step % flags.eval_every_steps == 0)
+            ):
+                values = evaluator()
+                writers.scalars(writers.eval, values, current_step)
+                eval_log.write({"step": current_step, **values})
+                LOGGER.info("eval at step %d: %s", current_step, _format(values))
+                throughput.reset()
+            if last or (
+                flags.checkpoint_every_steps and current_step % flags.checkpoint_every_steps == 0
+            ):
+                checkpoints.save(current_step)
+        if flags.export_dir:
+            export_dir = flags.export_dir
+            if not chief:
+                export_dir = os.path.join(flags.model_dir, ".worker_export", f"worker_{task_id}")
+            export_encoder(model.encoder, export_dir)
+            if chief:
+                LOGGER.info("Exported the encoder to %s.", export_dir)
+    finally:
+        profiler.stop()
+        writers.close()
+        train_log.close()
+        eval_log.close()
+        checkpoints.close()
+    LOGGER.info("Training finished at step %d.", current_step)
+    return loss
+
+
+def _latest_step(model_dir):
+    """The step of the latest checkpoint in `model_dir`, or 0."""
+    latest = tf.train.latest_checkpoint(model_dir)
+    if latest is None:
+        return 0
+    return int(tf.train.load_variable(latest, "step/.ATTRIBUTES/VARIABLE_VALUE"))
+
+
+def evaluate(loop, eval_dataset, eval_steps):
+    """The metrics of `eval_steps` global batches of `eval_dataset`."""
+    metrics = PretrainingMetrics()
+    iterator = iter(eval_dataset)
+    for _ in range(max(eval_steps, 1)):
+        metrics.update(loop.eval_step(iterator))
+    return metrics.result()
+
+
+def _build(model, optimizer, flags):
+    """Creates the model's and the optimizer's variables (for restoring)."""
+    batch = {
+        name: tf.zeros([1, length], dtype)
+        for name, length, dtype in (
+            ("input_ids", flags.max_seq_length, tf.int32),
+            ("input_mask", flags.max_seq_length, tf.int32),
+            ("segment_ids", flags.max_seq_length, tf.int32),
+            ("masked_lm_positions", flags.max_predictions_per_seq, tf.int32),
+            ("masked_lm_ids", flags.max_predictions_per_seq, tf.int32),
+            ("masked_lm_weights", flags.max_predictions_per_seq, tf.float32),
+            ("next_sentence_labels", 1, tf.int32),
+        )
+    }
+    model(batch, training=False)
+    if flags.weight_decay:
+        inner = getattr(optimizer, "inner_optimizer", optimizer)
+        inner.exclude_from_weight_decay(var_list=optimization.no_decay_variables(model))
+    optimizer.build(model.trainable_variables)
+
+
+def _format(values):
+    return ", ".join(f"{name}={value:.4g}" for name, value in values.items())
+
+
+def main(argv=None):
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    return run(parse_flags(argv))
+
+
+if __name__ == "__main__":
+    main()
