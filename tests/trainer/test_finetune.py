@@ -1,0 +1,303 @@
+"""`python -m trainer.finetune` on tiny synthetic files, in-process.
+
+The runs are few and short (a 1-layer tiny encoder, a 40-token vocabulary,
+sequences of 16) and shared by module-scoped fixtures: one classification
+run from scratch, one token-classification run from a pretraining
+checkpoint and one span run from a Hugging Face checkpoint.
+"""
+
+import csv
+import json
+import os
+import random
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from safetensors.numpy import save_file
+
+from tfnlp.models import BertConfig, BertEncoder, BertPretrainingModel
+from tfnlp.models.huggingface import encoder_tensors_from_encoder, huggingface_config_dict
+from tfnlp.text.bert_tokenizer import BertTokenizer
+from trainer import finetune, finetune_data
+
+FILLER = "the a movie film book was is really very quite plot story".split()
+WORDS = FILLER + ["good", "bad", "paris", "london", "where", "?", ".", "##s", "##ing"]
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
+VOCAB_SIZE = 40  # The encoder's; at least len(VOCAB).
+MAX_SEQ_LENGTH = 16
+
+
+def tiny_config():
+    return BertConfig.preset("tiny", num_layers=1, vocab_size=VOCAB_SIZE,
+                             hidden_dropout=0.0, attention_dropout=0.0)
+
+
+def common_flags(root, **overrides):
+    values = {
+        "vocab_file": root / "vocab.txt",
+        "max_seq_length": MAX_SEQ_LENGTH,
+        "global_batch_size": 16,
+        "learning_rate": 2e-3,
+        "dropout": 0.0,
+        "verbose": 0,
+        "eval_every_epochs": 0,
+    }
+    values.update(overrides)
+    return [f"--{name}={value}" for name, value in values.items()]
+
+
+def _sentence(rng, keyword):
+    words = [rng.choice(FILLER) for _ in range(rng.randint(2, 7))]
+    words.insert(rng.randint(0, len(words)), keyword)
+    return " ".join(words)
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+    """A directory with the vocabulary and the data files of every task."""
+    root = tmp_path_factory.mktemp("finetune")
+    (root / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+    rng = random.Random(0)
+    for name, count in (("train", 160), ("eval", 48)):
+        with open(root / f"{name}.csv", "w", newline="") as file:
+            writer = csv.writer(file)
+            writer.writerow(["text", "label"])
+            for index in range(count):
+                keyword = ("good", "bad")[index % 2]
+                writer.writerow([_sentence(rng, keyword), f"is_{keyword}"])
+            if name == "eval":
+                # Bad rows: no text, no label, a label the training file lacks.
+                writer.writerows([["", "is_good"], ["good film", ""], ["bad film", "is_ugly"]])
+    with open(root / "tags.jsonl", "w") as file:
+        for _ in range(48):
+            words = [rng.choice(FILLER + ["paris", "london"]) for _ in range(rng.randint(3, 8))]
+            tags = ["LOC" if word in ("paris", "london") else "O" for word in words]
+            file.write(json.dumps({"tokens": words, "tags": tags}) + "\n")
+        file.write("not json\n")
+        file.write(json.dumps({"tokens": ["paris"], "tags": []}) + "\n")
+    with open(root / "spans.jsonl", "w") as file:
+        for index in range(48):
+            city = ("paris", "london")[index % 2]
+            before = " ".join(rng.choice(FILLER) for _ in range(rng.randint(1, 4)))
+            context = f"{before} {city} is good ."
+            file.write(json.dumps({
+                "context": context, "question": "where ?",
+                "answer_start": len(before) + 1, "answer_text": city,
+            }) + "\n")
+        # Truncated away: the answer lies past 16 tokens.
+        long_context = "the " * 20 + "paris"
+        file.write(json.dumps({"context": long_context, "question": "where ?",
+                               "answer_start": len(long_context) - 5,
+                               "answer_text": "paris"}) + "\n")
+        # Not at its offset.
+        file.write(json.dumps({"context": "the paris", "question": "where ?",
+                               "answer_start": 0, "answer_text": "paris"}) + "\n")
+    return root
+
+
+# ---------------------------------------------------------------------------
+# Data
+
+
+def test_classification_rows_and_bad_rows_counted(root):
+    examples, report = finetune_data.read_classification(str(root / "train.csv"))
+    assert report.kept == len(examples) == 160 and report.skipped_total == 0
+    labels = finetune_data.discover_labels(label for _, _, label in examples)
+    assert labels == ["is_bad", "is_good"]
+    _, report = finetune_data.read_classification(str(root / "eval.csv"), labels=labels)
+    assert (report.rows, report.kept) == (51, 48)
+    assert report.skipped == {"missing text": 1, "missing label": 1, "unknown label": 1}
+    assert "skipped 3" in report.summary() and "1 unknown label" in report.summary()
+
+
+def test_text_pair_columns(tmp_path, root):
+    path = tmp_path / "pairs.jsonl"
+    path.write_text(json.dumps({"text_a": "good film", "text_b": "bad", "label": 1}) + "\n")
+    examples, _ = finetune_data.read_classification(str(path))
+    assert examples == [("good film", "bad", "1")]
+    tokenizer = BertTokenizer(str(root / "vocab.txt"))
+    dataset = finetune_data.classification_dataset(examples, ["0", "1"], tokenizer, 8, 1)
+    features, labels = next(iter(dataset))
+    ids = [VOCAB[index] for index in features["input_ids"][0].numpy()]
+    assert ids == ["[CLS]", "good", "film", "[SEP]", "bad", "[SEP]", "[PAD]", "[PAD]"]
+    assert features["segment_ids"][0].numpy().tolist() == [0, 0, 0, 0, 1, 1, 0, 0]
+    assert labels.numpy().tolist() == [1]
+
+
+def test_token_labels_go_to_the_first_word_piece(root):
+    tokenizer = BertTokenizer(str(root / "vocab.txt"))
+    examples = [(["films", "paris", "books"], ["O", "LOC", "O"])]
+    dataset = finetune_data.token_classification_dataset(examples, ["LOC", "O"], tokenizer, 8, 1)
+    features, labels, weights = next(iter(dataset))
+    ids = [VOCAB[index] for index in features["input_ids"][0].numpy()]
+    assert ids == ["[CLS]", "film", "##s", "paris", "book", "##s", "[SEP]", "[PAD]"]
+    assert weights[0].numpy().tolist() == [0, 1, 0, 1, 1, 0, 0, 0]
+    assert labels[0].numpy().tolist() == [0, 1, 0, 0, 1, 0, 0, 0]
+    # Truncation keeps the labels aligned with the pieces that remain.
+    dataset = finetune_data.token_classification_dataset(examples, ["LOC", "O"], tokenizer, 5, 1)
+    features, labels, weights = next(iter(dataset))
+    assert [VOCAB[index] for index in features["input_ids"][0].numpy()] == [
+        "[CLS]", "film", "##s", "paris", "[SEP]"]
+    assert weights[0].numpy().tolist() == [0, 1, 0, 1, 0]
+    assert labels[0].numpy().tolist() == [0, 1, 0, 0, 0]
+
+
+def test_span_positions_and_truncated_answers(root):
+    tokenizer = BertTokenizer(str(root / "vocab.txt"))
+    examples, report = finetune_data.read_spans(str(root / "spans.jsonl"))
+    assert report.skipped == {"answer not at answer_start": 1}
+    encoded = finetune_data.encode_spans(examples, tokenizer, MAX_SEQ_LENGTH, report)
+    assert report.skipped["answer truncated away"] == 1 and report.kept == 48
+    for row in range(5):
+        ids = encoded["input_ids"][row]
+        start, end = encoded["start_positions"][row], encoded["end_positions"][row]
+        assert start == end and VOCAB[ids[start]] in ("paris", "london")
+        assert encoded["segment_ids"][row][start] == 1
+
+
+# ---------------------------------------------------------------------------
+# Initialization
+
+
+def _pretraining_model_dir(directory):
+    """A model_dir as trainer.pretrain writes it: ckpt-N and config.json."""
+    config = tiny_config()
+    model = BertPretrainingModel(BertEncoder(config))
+    step = tf.Variable(7, dtype=tf.int64)
+    checkpoint = tf.train.Checkpoint(model=model, step=step)
+    tf.train.CheckpointManager(checkpoint, str(directory), 1, step_counter=step).save(7)
+    config.to_json(str(directory / "config.json"))
+    return model.encoder
+
+
+def _huggingface_dir(directory):
+    encoder = BertEncoder(tiny_config())
+    directory.mkdir()
+    (directory / "config.json").write_text(json.dumps(huggingface_config_dict(encoder.config)))
+    save_file(encoder_tensors_from_encoder(encoder), str(directory / "model.safetensors"))
+    return encoder
+
+
+def _assert_same_weights(expected, actual):
+    assert len(expected.weights) == len(actual.weights)
+    for left, right in zip(expected.weights, actual.weights):
+        np.testing.assert_allclose(left.numpy(), right.numpy(), err_msg=left.path)
+
+
+@pytest.fixture(scope="module")
+def pretrained(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("pretraining")
+    return directory, _pretraining_model_dir(directory)
+
+
+@pytest.fixture(scope="module")
+def huggingface(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("hf") / "model"
+    return directory, _huggingface_dir(directory)
+
+
+def _flags(root, *extra):
+    return finetune.parse_flags([
+        "--task=classification", f"--train_data={root}/train.csv",
+        f"--model_dir={root}/unused", *common_flags(root), *extra,
+    ])
+
+
+def test_init_from_pretraining_dir_and_prefix_restores_the_encoder(root, pretrained):
+    directory, expected = pretrained
+    for path in (directory, directory / "ckpt-7"):
+        encoder, source = finetune.build_encoder(_flags(root, f"--init_checkpoint={path}"))
+        assert "ckpt-7" in source
+        _assert_same_weights(expected, encoder)
+
+
+def test_init_from_huggingface_directory(root, huggingface):
+    directory, expected = huggingface
+    encoder, source = finetune.build_encoder(_flags(root, f"--init_checkpoint={directory}"))
+    assert "Hugging Face" in source
+    _assert_same_weights(expected, encoder)
+
+
+def test_init_errors_say_what_to_pass(root, tmp_path):
+    with pytest.raises(FileNotFoundError, match="without a TensorFlow checkpoint"):
+        finetune.build_encoder(_flags(root, f"--init_checkpoint={tmp_path}"))
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        finetune.build_encoder(_flags(root, f"--init_checkpoint={tmp_path}/ckpt-3"))
+
+
+# ---------------------------------------------------------------------------
+# End-to-end runs
+
+
+@pytest.fixture(scope="module")
+def classification_run(root):
+    model_dir, export_dir = root / "classification", root / "export"
+    results = finetune.main([
+        "--task=classification", "--config=tiny", "--num_layers=1",
+        f"--vocab_size={VOCAB_SIZE}", "--hidden_dropout=0", "--attention_dropout=0",
+        f"--train_data={root}/train.csv", f"--eval_data={root}/eval.csv",
+        f"--model_dir={model_dir}", f"--export_dir={export_dir}",
+        "--train_steps=40", "--warmup_steps=4", *common_flags(root),
+    ])
+    return model_dir, export_dir, results
+
+
+def test_classification_learns_a_separable_task(classification_run):
+    model_dir, _, results = classification_run
+    assert results["step"] == 40
+    assert results["accuracy"] > 0.9, results
+    with open(model_dir / "eval_results.json") as file:
+        written = json.load(file)
+    assert written["accuracy"] == results["accuracy"]
+    assert written["eval_examples"] == 48
+    assert written["data"][1]["skipped"] == {
+        "missing text": 1, "missing label": 1, "unknown label": 1}
+    assert json.loads((model_dir / "labels.json").read_text()) == ["is_bad", "is_good"]
+    assert tf.train.latest_checkpoint(str(model_dir)).endswith("ckpt-40")
+    assert os.listdir(model_dir / "train")  # TensorBoard
+    assert not (model_dir / "backup").exists()  # BackupAndRestore cleans up
+
+
+def test_classification_export_serves_logits(root, classification_run):
+    _, export_dir, _ = classification_run
+    tokenizer = BertTokenizer(str(root / "vocab.txt"))
+    from tfnlp.text.packing import pack_inputs
+
+    features = pack_inputs([tokenizer.tokenize(["the film was good", "the film was bad"])],
+                           MAX_SEQ_LENGTH, tokenizer.cls_id, tokenizer.sep_id)
+    serving = tf.saved_model.load(str(export_dir)).signatures["serving_default"]
+    logits = serving(**features)["logits"].numpy()
+    assert logits.shape == (2, 2)
+    labels = json.loads((export_dir / "labels.json").read_text())
+    assert [labels[index] for index in logits.argmax(-1)] == ["is_good", "is_bad"]
+
+
+def test_token_classification_from_pretraining_checkpoint(root, pretrained):
+    directory, _ = pretrained
+    model_dir = root / "tagging"
+    results = finetune.main([
+        "--task=token_classification", f"--init_checkpoint={directory}",
+        f"--train_data={root}/tags.jsonl", f"--model_dir={model_dir}",
+        "--train_steps=6", *common_flags(root),
+    ])
+    assert results["step"] == 6 and 0.0 <= results["token_accuracy"] <= 1.0
+    assert results["data"][0]["skipped"] == {"malformed JSON": 1, "tags not one per token": 1}
+    assert json.loads((model_dir / "labels.json").read_text()) == ["LOC", "O"]
+    assert "ckpt-7" in results["init"]
+
+
+def test_span_from_huggingface_checkpoint(root, huggingface):
+    directory, _ = huggingface
+    model_dir = root / "span"
+    results = finetune.main([
+        "--task=span", f"--init_checkpoint={directory}",
+        f"--train_data={root}/spans.jsonl", f"--model_dir={model_dir}",
+        "--train_steps=6", *common_flags(root),
+    ])
+    assert results["step"] == 6
+    for name in ("start_accuracy", "end_accuracy", "exact_match"):
+        assert 0.0 <= results[name] <= 1.0, results
+    assert results["exact_match"] <= min(results["start_accuracy"], results["end_accuracy"])
+    assert results["data"][0]["skipped"] == {
+        "answer not at answer_start": 1, "answer truncated away": 1}

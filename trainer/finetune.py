@@ -1,0 +1,728 @@
+"""Fine-tuning BERT for classification, token classification or spans.
+
+    python -m trainer.finetune --task=classification \\
+        --init_checkpoint=PRETRAINING_MODEL_DIR --train_data=train.csv \\
+        --eval_data=dev.csv --model_dir=RUN --vocab_file=vocab.txt \\
+        --max_seq_length=128 --global_batch_size=32 --epochs=3 \\
+        --learning_rate=2e-5
+
+Tasks and data (read by `trainer.finetune_data`, which says more):
+
+- `classification` (`tfnlp.models.BertClassifier`): CSV, TSV or JSONL rows
+  with a text column (`--text_column`, default "text"; an optional second
+  segment in `--text_pair_column`; a file with "text_a"/"text_b" and no
+  "text" is read as pairs) and a label column (`--label_column`, default
+  "label"). The labels are `--labels=a,b,c`, or "0".."N-1" with
+  `--num_classes=N`, or else the sorted distinct labels of the training
+  file; the list is written to `model_dir/labels.json` (a label's class id
+  is its index). Metric: `accuracy`.
+- `token_classification` (`tfnlp.models.BertTokenClassifier`): JSONL
+  `{"tokens": [...], "tags": [...]}`; the tag of a word labels its first
+  WordPiece, the other pieces have weight 0. Tags as labels above. Metric:
+  `token_accuracy` over the weighted (first) pieces.
+- `span` (`tfnlp.models.BertSpanExtractor`): SQuAD-like JSONL `{"context",
+  "question", "answer_start", "answer_text"}`, packed as `[CLS] question
+  [SEP] context [SEP]`. Metrics: `start_accuracy`, `end_accuracy` and
+  `exact_match` (both argmax positions right).
+
+Bad rows (missing text or label, a label outside the label list, an
+answer truncated away, ...) are skipped; one summary line per file says
+how many, and why.
+
+Initialization (`--init_checkpoint`):
+
+- a pretraining model_dir of `python -m trainer.pretrain` (its latest
+  `ckpt-N`) or one checkpoint prefix (`DIR/ckpt-N`): the encoder's
+  variables are restored (the object path `model/encoder` of its
+  `tf.train.Checkpoint(model=..., optimizer=..., step=...)`), the heads and
+  the optimizer state are not; the config is the `config.json` beside it.
+  A model_dir of this script works too (its checkpoints hold
+  `model/encoder` as well).
+- a Hugging Face BERT directory (`config.json` and `model.safetensors`,
+  read by `tfnlp.models.huggingface`, without PyTorch).
+- nothing: the encoder of `--config` (a preset name or a BertConfig JSON
+  file) starts from random weights.
+
+Training is Keras' `compile()` + `fit()` inside `strategy.scope()` (the
+strategy of `--strategy`, as in pretraining). This is simpler than the
+custom loop of `trainer.pretrain` and good enough for fine-tuning, which is
+short and small; the price is that `--clip_norm` is Keras'
+`global_clipnorm`, which under a multi-replica strategy clips each
+replica's share of the gradient rather than the summed gradient (see
+`trainer.optimization`). The optimizer is
+`trainer.optimization.create_optimizer` (AdamW or LAMB, linear warmup,
+then a linear decay to zero at the last step; no weight decay on
+LayerNorm and bias variables).
+
+Steps: one epoch is `training examples // --global_batch_size` steps; the
+run is `--epochs` epochs, or exactly `--train_steps` steps if given (the
+last epoch is then cut short). With `--eval_data`, the eval metrics are
+computed at the end of every `--eval_every_epochs`-th epoch.
+
+Writes into `--model_dir`:
+
+- `config.json` (the encoder's `BertConfig`) and `labels.json`;
+- `ckpt-STEP.*`: `tf.train.Checkpoint(model=..., step=...)` after each
+  epoch (the last `--keep_checkpoints`);
+- `backup/`: Keras' `BackupAndRestore` state, so that an interrupted run
+  started again with the same command goes on from its last epoch (the
+  backup is deleted when the run ends);
+- `train/` and `validation/`: TensorBoard logs (`keras.callbacks.TensorBoard`);
+- `eval_results.json`: the final metrics on `--eval_data` (or on the
+  training data without it), also printed;
+- with `--export_dir`, a SavedModel whose `serving_default` signature
+  takes int32 `input_ids`, `input_mask` and `segment_ids` `[batch,
+  length]` and returns the float32 logits (`logits`, or `start_logits`
+  and `end_logits`), with `labels.json` beside it.
+"""
+
+import argparse
+import dataclasses
+import json
+import logging
+import math
+import os
+import sys
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfnlp.models import (
+    BertClassifier,
+    BertConfig,
+    BertEncoder,
+    BertSpanExtractor,
+    BertTokenClassifier,
+)
+from tfnlp.text.bert_tokenizer import BertTokenizer
+from trainer import distribution, finetune_data, optimization
+from trainer.checkpoints import Checkpoints
+from trainer.distribution import STRATEGIES
+from trainer.flags import MIXED_PRECISION, boolean
+from trainer.optimization import OPTIMIZERS
+
+LOGGER = logging.getLogger("trainer.finetune")
+
+CONFIG_FILE = "config.json"
+LABELS_FILE = "labels.json"
+RESULTS_FILE = "eval_results.json"
+HUGGINGFACE_WEIGHTS = ("model.safetensors", "model.safetensors.index.json")
+# The fraction of the steps used for the warmup when --warmup_steps is not given.
+DEFAULT_WARMUP_FRACTION = 0.1
+
+
+def finetuning_parser():
+    """The `argparse` parser of the fine-tuning flags."""
+    parser = argparse.ArgumentParser(
+        prog="python -m trainer.finetune",
+        description="Fine-tunes BERT for classification, token classification or spans.",
+        allow_abbrev=False,
+    )
+    parser.add_argument("--task", choices=finetune_data.TASKS, required=True)
+
+    data = parser.add_argument_group("data")
+    data.add_argument("--train_data", required=True, help="The training CSV, TSV or JSONL file.")
+    data.add_argument("--eval_data", default="", help="The evaluation file (same format).")
+    data.add_argument("--text_column", default="text",
+                      help="classification: the column of the text (or first segment).")
+    data.add_argument("--text_pair_column", default="",
+                      help="classification: the column of the second segment, if any.")
+    data.add_argument("--label_column", default="label", help="classification: the label column.")
+    data.add_argument("--labels", default="",
+                      help="Comma-separated labels (class i is the i-th); default: the "
+                           "sorted labels of the training file.")
+    data.add_argument("--num_classes", type=int, default=0,
+                      help="Without --labels: the labels are the integers 0..N-1.")
+    data.add_argument("--vocab_file", required=True, help="The WordPiece vocabulary.")
+    data.add_argument("--do_lower_case", type=boolean, nargs="?", const=True, default=True,
+                      help="Lower-case and strip accents (uncased vocabularies).")
+    data.add_argument("--max_seq_length", type=int, default=128)
+    data.add_argument("--seed", type=int, default=0,
+                      help="Seeds the head's initial weights, dropout and the data order.")
+
+    model = parser.add_argument_group("model")
+    model.add_argument("--model_dir", required=True,
+                       help="Checkpoints, TensorBoard logs, labels.json, eval_results.json.")
+    model.add_argument("--init_checkpoint", default="",
+                       help="A pretraining model_dir or checkpoint prefix, or a Hugging "
+                            "Face BERT directory; empty: train from scratch.")
+    model.add_argument("--config", default="",
+                       help="Without --init_checkpoint: a BertConfig preset (tiny, mini, "
+                            "small, base, large) or a BertConfig JSON file.")
+    model.add_argument("--vocab_size", type=int, default=None,
+                       help="Overrides the --config's vocab_size (from scratch only).")
+    model.add_argument("--num_layers", type=int, default=None,
+                       help="Overrides the --config's num_layers (from scratch only).")
+    model.add_argument("--hidden_dropout", type=float, default=None,
+                       help="Overrides the encoder config's hidden_dropout.")
+    model.add_argument("--attention_dropout", type=float, default=None,
+                       help="Overrides the encoder config's attention_dropout.")
+    model.add_argument("--dropout", type=float, default=0.1,
+                       help="Dropout before the (token) classification layer.")
+
+    training = parser.add_argument_group("training")
+    training.add_argument("--global_batch_size", type=int, default=32,
+                          help="Examples per step over all replicas.")
+    training.add_argument("--epochs", type=int, default=3)
+    training.add_argument("--train_steps", type=int, default=0,
+                          help="Train exactly this many steps (instead of --epochs).")
+    training.add_argument("--learning_rate", type=float, default=2e-5,
+                          help="The peak learning rate (after the warmup).")
+    training.add_argument("--warmup_steps", type=int, default=None,
+                          help="Linear warmup steps; default 10%% of the steps.")
+    training.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw")
+    training.add_argument("--weight_decay", type=float, default=0.01)
+    training.add_argument("--clip_norm", type=float, default=1.0,
+                          help="Clip the gradient to this global norm; 0 for none.")
+    training.add_argument("--strategy", choices=STRATEGIES, default="default")
+    training.add_argument("--tpu", default="", help="The TPU name or address (--strategy=tpu).")
+    training.add_argument("--mixed_precision", choices=MIXED_PRECISION, default=None)
+
+    outputs = parser.add_argument_group("checkpoints, logs and export")
+    outputs.add_argument("--eval_every_epochs", type=int, default=1,
+                         help="With --eval_data: epochs between evaluations during "
+                              "training (0: only the final evaluation).")
+    outputs.add_argument("--keep_checkpoints", type=int, default=2)
+    outputs.add_argument("--log_every_steps", type=int, default=100,
+                         help="Steps between TensorBoard training scalars.")
+    outputs.add_argument("--export_dir", default="",
+                         help="Write the fine-tuned model as a SavedModel here.")
+    outputs.add_argument("--verbose", type=int, choices=(0, 1, 2), default=2,
+                         help="Keras fit verbosity (2: a line per epoch).")
+    return parser
+
+
+def parse_flags(argv=None):
+    """Parses and checks the flags; exits with a usage message on errors."""
+    parser = finetuning_parser()
+    flags = parser.parse_args(argv)
+    for name in ("global_batch_size", "max_seq_length", "keep_checkpoints", "log_every_steps"):
+        if getattr(flags, name) < 1:
+            parser.error(f"--{name} must be at least 1, got {getattr(flags, name)}.")
+    for name in ("train_steps", "num_classes", "eval_every_epochs"):
+        if getattr(flags, name) < 0:
+            parser.error(f"--{name} must not be negative, got {getattr(flags, name)}.")
+    if not flags.train_steps and flags.epochs < 1:
+        parser.error(f"--epochs must be at least 1 (or give --train_steps), got {flags.epochs}.")
+    if flags.warmup_steps is not None and flags.warmup_steps < 0:
+        parser.error(f"--warmup_steps must not be negative, got {flags.warmup_steps}.")
+    if flags.learning_rate <= 0:
+        parser.error(f"--learning_rate must be positive, got {flags.learning_rate}.")
+    if flags.max_seq_length < 4:
+        parser.error(f"--max_seq_length={flags.max_seq_length} is too short; use at least 4.")
+    if not flags.init_checkpoint and not flags.config:
+        parser.error(
+            "Give --init_checkpoint (a pretraining model_dir or a Hugging Face "
+            "directory) or, to train from scratch, --config (a preset or a JSON file)."
+        )
+    if flags.labels and flags.num_classes and len(_split_labels(flags.labels)) != flags.num_classes:
+        parser.error(
+            f"--labels names {len(_split_labels(flags.labels))} labels but "
+            f"--num_classes={flags.num_classes}; give one of the two, or matching ones."
+        )
+    return flags
+
+
+def _split_labels(text):
+    labels = [label.strip() for label in text.split(",") if label.strip()]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"--labels={text!r} names a label twice.")
+    return labels
+
+
+# ---------------------------------------------------------------------------
+# The encoder and its initialization
+
+
+def _config_overrides(flags, from_scratch):
+    names = ["hidden_dropout", "attention_dropout"]
+    if from_scratch:
+        names += ["vocab_size", "num_layers"]
+    elif flags.vocab_size is not None or flags.num_layers is not None:
+        raise ValueError(
+            "--vocab_size and --num_layers change the config of a model trained "
+            "from scratch; with --init_checkpoint the checkpoint's config is used. "
+            "Leave them out."
+        )
+    return {name: getattr(flags, name) for name in names if getattr(flags, name) is not None}
+
+
+def _preset_or_file_config(name, overrides):
+    if name in BertConfig.preset_names():
+        return BertConfig.preset(name, **overrides)
+    if name.endswith(".json"):
+        return BertConfig.from_dict({**BertConfig.from_json(name).to_dict(), **overrides})
+    raise ValueError(
+        f"--config={name!r} is neither a preset ({', '.join(BertConfig.preset_names())}) "
+        "nor a .json BertConfig file."
+    )
+
+
+def is_huggingface_directory(path):
+    """Whether `path` is a directory with Hugging Face safetensors weights."""
+    return tf.io.gfile.isdir(path) and any(
+        tf.io.gfile.exists(os.path.join(path, name)) for name in HUGGINGFACE_WEIGHTS
+    )
+
+
+def find_checkpoint(path):
+    """The checkpoint prefix of `--init_checkpoint` (a directory or a prefix).
+
+    Raises:
+        FileNotFoundError: if `path` is neither a directory with a
+            checkpoint nor a checkpoint prefix.
+    """
+    if tf.io.gfile.isdir(path):
+        latest = tf.train.latest_checkpoint(path)
+        if latest is None:
+            raise FileNotFoundError(
+                f"--init_checkpoint={path!r} is a directory without a TensorFlow "
+                "checkpoint (no 'checkpoint' file naming a ckpt-N) and without Hugging "
+                "Face weights (model.safetensors). Pass a pretraining model_dir that "
+                "has saved a checkpoint, a checkpoint prefix such as DIR/ckpt-1000, "
+                "or a Hugging Face BERT directory."
+            )
+        return latest
+    if tf.io.gfile.exists(path + ".index"):
+        return path
+    raise FileNotFoundError(
+        f"--init_checkpoint={path!r} does not exist (no directory and no "
+        f"{path}.index). Pass a pretraining model_dir, a checkpoint prefix such as "
+        "DIR/ckpt-1000, or a Hugging Face BERT directory."
+    )
+
+
+def build_encoder(flags):
+    """The encoder: restored from `--init_checkpoint`, or new from `--config`.
+
+    Call inside the strategy's scope.
+
+    Returns:
+        `(encoder, source)`, `source` a short description for the logs.
+    """
+    path = flags.init_checkpoint
+    if not path:
+        config = _preset_or_file_config(flags.config, _config_overrides(flags, True))
+        return BertEncoder(config), f"random weights of --config={flags.config}"
+    overrides = _config_overrides(flags, False)
+    if flags.config:
+        LOGGER.info("--config=%s is ignored: the config comes with --init_checkpoint.",
+                    flags.config)
+    if is_huggingface_directory(path):
+        from tfnlp.models import huggingface
+
+        checkpoint = huggingface.read_huggingface_checkpoint(path)
+        encoder = BertEncoder(dataclasses.replace(checkpoint.config, **overrides))
+        huggingface.load_encoder_weights(encoder, checkpoint.encoder_tensors, path)
+        return encoder, f"the Hugging Face checkpoint {path}"
+    prefix = find_checkpoint(path)
+    config_path = os.path.join(os.path.dirname(prefix), CONFIG_FILE)
+    if not tf.io.gfile.exists(config_path):
+        raise FileNotFoundError(
+            f"No {CONFIG_FILE} beside the checkpoint {prefix}. The pretraining "
+            "trainer writes the BertConfig there; copy it back (or write one with "
+            "BertConfig.to_json)."
+        )
+    config = BertConfig.from_dict({**BertConfig.from_json(config_path).to_dict(), **overrides})
+    encoder = BertEncoder(config)
+    restore_encoder(encoder, prefix)
+    return encoder, f"the encoder of the checkpoint {prefix}"
+
+
+def restore_encoder(encoder, prefix):
+    """Restores `encoder` from the `model/encoder` object of a checkpoint.
+
+    That is the encoder of a `trainer.pretrain` checkpoint
+    (`tf.train.Checkpoint(model=BertPretrainingModel, ...)`) and of this
+    script's checkpoints (`model=` a fine-tuning model). Everything else in
+    the checkpoint (heads, optimizer) is left alone.
+
+    Raises:
+        ValueError: if the checkpoint has no encoder, or an encoder
+            variable is missing from it (a different architecture).
+    """
+    reader = tf.train.load_checkpoint(prefix)
+    names = reader.get_variable_to_shape_map()
+    status = tf.train.Checkpoint(model=tf.train.Checkpoint(encoder=encoder)).restore(prefix)
+    try:
+        status.assert_existing_objects_matched()
+    except AssertionError as error:
+        raise ValueError(
+            f"The checkpoint {prefix} does not hold every variable of a "
+            f"{encoder.config.num_layers}-layer encoder at model/encoder ({error}). "
+            f"It has {len(names)} variables. Pass a checkpoint of trainer.pretrain "
+            "or trainer.finetune, with the config.json written beside it."
+        ) from None
+    status.expect_partial()
+    LOGGER.info("Restored the encoder's %d variables from %s.", len(encoder.weights), prefix)
+
+
+# ---------------------------------------------------------------------------
+# Data
+
+
+@dataclasses.dataclass
+class TaskData:
+    """The datasets of a run and what reading them gave."""
+
+    train: tf.data.Dataset
+    eval: tf.data.Dataset
+    train_examples: int
+    eval_examples: int
+    label_list: list
+    reports: list
+    eval_path: str
+    eval_span_positions: dict = None
+
+
+def _label_list(flags, discovered):
+    if flags.labels:
+        return _split_labels(flags.labels)
+    if flags.num_classes:
+        return [str(index) for index in range(flags.num_classes)]
+    return discovered
+
+
+def load_data(flags, tokenizer, batch_size, drop_eval_remainder=False):
+    """Reads the data files and makes the training and evaluation datasets.
+
+    Without `--eval_data` the evaluation reads the training file again
+    (without shuffling or repeating).
+    """
+    eval_path = flags.eval_data or flags.train_data
+    common = dict(tokenizer=tokenizer, max_seq_length=flags.max_seq_length,
+                  batch_size=batch_size)
+    eval_options = dict(training=False, drop_remainder=drop_eval_remainder)
+    train_options = dict(training=True, seed=flags.seed)
+    if flags.task == "span":
+        reports, encoded = [], []
+        for path in (flags.train_data, eval_path):
+            examples, report = finetune_data.read_spans(path)
+            encoded.append(finetune_data.encode_spans(
+                examples, tokenizer, flags.max_seq_length, report))
+            reports.append(report)
+        train, evaluation = encoded
+        return TaskData(
+            train=finetune_data.span_dataset(train, batch_size, **train_options),
+            eval=finetune_data.span_dataset(evaluation, batch_size, **eval_options),
+            train_examples=len(train["input_ids"]), eval_examples=len(evaluation["input_ids"]),
+            label_list=[], reports=reports, eval_path=eval_path,
+            eval_span_positions={"start": evaluation["start_positions"],
+                                 "end": evaluation["end_positions"]},
+        )
+
+    if flags.task == "classification":
+        columns = finetune_data.TextColumns(
+            flags.text_column, flags.text_pair_column, flags.label_column)
+
+        def read(path, labels):
+            return finetune_data.read_classification(path, columns, labels)
+
+        def labels_of(examples):
+            return [label for _, _, label in examples]
+
+        make_dataset = finetune_data.classification_dataset
+    else:
+        def read(path, labels):
+            return finetune_data.read_token_classification(path, labels)
+
+        def labels_of(examples):
+            return [tag for _, tags in examples for tag in tags]
+
+        make_dataset = finetune_data.token_classification_dataset
+
+    label_list = _label_list(flags, None)
+    train, train_report = read(flags.train_data, label_list)
+    if label_list is None:
+        label_list = finetune_data.discover_labels(labels_of(train))
+    if len(label_list) < 2 and flags.task == "classification":
+        raise ValueError(
+            f"{flags.train_data} has {len(label_list)} distinct label(s) "
+            f"({label_list}); classification needs at least 2. Check --label_column."
+        )
+    evaluation, eval_report = read(eval_path, label_list)
+    return TaskData(
+        train=make_dataset(train, label_list, **common, **train_options),
+        eval=make_dataset(evaluation, label_list, **common, **eval_options),
+        train_examples=len(train), eval_examples=len(evaluation),
+        label_list=label_list, reports=[train_report, eval_report], eval_path=eval_path,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Model, optimizer, callbacks
+
+
+def build_model(task, encoder, num_labels, dropout):
+    """The fine-tuning model of `task` around `encoder`."""
+    if task == "classification":
+        return BertClassifier(encoder, num_classes=num_labels, dropout=dropout)
+    if task == "token_classification":
+        return BertTokenClassifier(encoder, num_classes=num_labels, dropout=dropout)
+    return BertSpanExtractor(encoder)
+
+
+def compile_model(model, task, optimizer):
+    """Compiles `model` with the loss and metrics of `task`."""
+    if task == "classification":
+        model.compile(
+            optimizer=optimizer,
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+        )
+    elif task == "token_classification":
+        model.compile(
+            optimizer=optimizer,
+            # The mean over the weighted tokens (the first piece of each word).
+            loss=keras.losses.SparseCategoricalCrossentropy(
+                from_logits=True, reduction="mean_with_sample_weight"),
+            weighted_metrics=[keras.metrics.SparseCategoricalAccuracy(name="token_accuracy")],
+        )
+    else:
+        model.compile(
+            optimizer=optimizer,
+            loss={
+                "start_logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                "end_logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            },
+            # The original run_squad.py: the mean of the start and end losses.
+            loss_weights={"start_logits": 0.5, "end_logits": 0.5},
+            metrics={
+                "start_logits": [keras.metrics.SparseCategoricalAccuracy(name="start_accuracy")],
+                "end_logits": [keras.metrics.SparseCategoricalAccuracy(name="end_accuracy")],
+            },
+        )
+
+
+class StopAtStep(keras.callbacks.Callback):
+    """Stops `fit` after the optimizer's `total_steps`-th step."""
+
+    def __init__(self, total_steps):
+        super().__init__()
+        self.total_steps = total_steps
+
+    def on_train_batch_end(self, batch, logs=None):
+        if int(self.model.optimizer.iterations.numpy()) >= self.total_steps:
+            self.model.stop_training = True
+
+
+class EpochCheckpoint(keras.callbacks.Callback):
+    """Saves `tf.train.Checkpoint(model=..., step=...)` as `ckpt-STEP` each epoch."""
+
+    def __init__(self, checkpoints, step):
+        super().__init__()
+        self.checkpoints = checkpoints
+        self.step = step
+
+    def on_epoch_end(self, epoch, logs=None):
+        current = int(self.model.optimizer.iterations.numpy())
+        self.step.assign(current)
+        self.checkpoints.save(current)
+
+
+class _ServingModule(tf.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    @tf.function(input_signature=[
+        tf.TensorSpec([None, None], tf.int32, name=name) for name in finetune_data.FEATURE_NAMES
+    ])
+    def serve(self, input_ids, input_mask, segment_ids):
+        outputs = self.model(
+            {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids},
+            training=False,
+        )
+        if isinstance(outputs, dict):
+            return {name: tf.cast(value, tf.float32) for name, value in outputs.items()}
+        return {"logits": tf.cast(outputs, tf.float32)}
+
+
+def export_model(model, export_dir, label_list):
+    """Writes `model` as a SavedModel with a `serving_default` signature on ids.
+
+    The signature takes int32 `input_ids`, `input_mask` and `segment_ids`
+    `[batch, length]` and returns float32 `logits` (`[batch, classes]` or
+    `[batch, length, classes]`), or `start_logits` and `end_logits`
+    `[batch, length]` for spans. `labels.json` (class id -> label) is written
+    beside the SavedModel's files.
+    """
+    module = _ServingModule(model)
+    tf.saved_model.save(module, export_dir, signatures={"serving_default": module.serve})
+    if label_list:
+        finetune_data.write_labels_file(label_list, os.path.join(export_dir, LABELS_FILE))
+    return export_dir
+
+
+# ---------------------------------------------------------------------------
+# The run
+
+
+def _steps(flags, train_examples):
+    """`(steps_per_epoch, total_steps, keras_epochs)` of the run."""
+    steps_per_epoch = train_examples // flags.global_batch_size
+    if steps_per_epoch < 1:
+        raise ValueError(
+            f"{flags.train_data} has {train_examples} usable examples, fewer than one "
+            f"batch of --global_batch_size={flags.global_batch_size}. Use a smaller "
+            "batch or more data."
+        )
+    total_steps = flags.train_steps or flags.epochs * steps_per_epoch
+    return steps_per_epoch, total_steps, math.ceil(total_steps / steps_per_epoch)
+
+
+def span_exact_match(model, dataset, positions):
+    """The fraction of examples whose argmax start and end are both right."""
+    outputs = model.predict(dataset, verbose=0)
+    start = np.argmax(outputs["start_logits"], axis=-1)
+    end = np.argmax(outputs["end_logits"], axis=-1)
+    count = len(positions["start"])
+    right = (start[:count] == positions["start"]) & (end[:count] == positions["end"])
+    return float(right.mean()) if count else 0.0
+
+
+def _results_names(values):
+    """Keras' metric names without the output prefix of multi-output models."""
+    renamed = {}
+    for name, value in values.items():
+        for prefix in ("start_logits_", "end_logits_"):
+            if name.startswith(prefix) and name[len(prefix):].endswith("accuracy"):
+                name = name[len(prefix):]
+        renamed[name] = float(value)
+    return renamed
+
+
+def run(flags):
+    """Fine-tunes as the flags say; returns the final evaluation's metrics (a dict)."""
+    if flags.mixed_precision:
+        keras.mixed_precision.set_global_policy(f"mixed_{flags.mixed_precision}")
+    strategy = distribution.get_strategy(flags.strategy, flags.tpu)
+    chief = distribution.is_chief(strategy)
+    _, task_id = distribution.task_of(strategy)
+    if flags.global_batch_size % strategy.num_replicas_in_sync:
+        raise ValueError(
+            f"--global_batch_size={flags.global_batch_size} must be divisible by the "
+            f"number of replicas ({strategy.num_replicas_in_sync})."
+        )
+    tf.io.gfile.makedirs(flags.model_dir)
+    keras.utils.set_random_seed(flags.seed)
+
+    tokenizer = BertTokenizer(flags.vocab_file, lower_case=flags.do_lower_case)
+    data = load_data(flags, tokenizer, flags.global_batch_size,
+                     drop_eval_remainder=flags.strategy == "tpu")
+    for report in data.reports:
+        LOGGER.info("%s", report.summary())
+    if data.eval_examples == 0:
+        raise ValueError(f"{data.eval_path} has no usable evaluation example (see above).")
+    if data.label_list and chief:
+        finetune_data.write_labels_file(
+            data.label_list, os.path.join(flags.model_dir, LABELS_FILE))
+    steps_per_epoch, total_steps, epochs = _steps(flags, data.train_examples)
+    warmup_steps = flags.warmup_steps
+    if warmup_steps is None:
+        warmup_steps = int(DEFAULT_WARMUP_FRACTION * total_steps)
+    warmup_steps = min(warmup_steps, total_steps)
+
+    with strategy.scope():
+        encoder, source = build_encoder(flags)
+        config = encoder.config
+        if tokenizer.vocab_size > config.vocab_size:
+            raise ValueError(
+                f"The vocabulary {flags.vocab_file} has {tokenizer.vocab_size} tokens but "
+                f"the encoder only {config.vocab_size} embeddings. Use the vocabulary "
+                "the encoder was (pre)trained with."
+            )
+        if flags.max_seq_length > config.max_position_embeddings:
+            raise ValueError(
+                f"--max_seq_length={flags.max_seq_length} is longer than the encoder's "
+                f"max_position_embeddings={config.max_position_embeddings}."
+            )
+        model = build_model(flags.task, encoder, len(data.label_list), flags.dropout)
+        optimizer = optimization.create_optimizer(
+            flags.optimizer,
+            learning_rate=flags.learning_rate,
+            train_steps=total_steps,
+            warmup_steps=warmup_steps,
+            weight_decay=flags.weight_decay,
+            model=model,
+            mixed_precision=flags.mixed_precision,
+        )
+        if flags.clip_norm:
+            inner = getattr(optimizer, "inner_optimizer", optimizer)
+            inner.global_clipnorm = flags.clip_norm
+        compile_model(model, flags.task, optimizer)
+        step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+    if chief:
+        config.to_json(os.path.join(flags.model_dir, CONFIG_FILE))
+    LOGGER.info(
+        "Fine-tuning %s (%s) from %s on %d replica(s): %d training examples, "
+        "%d steps of %d (%d per epoch, %d warmup), %d evaluation examples.",
+        flags.task, type(model).__name__, source, strategy.num_replicas_in_sync,
+        data.train_examples, total_steps, flags.global_batch_size, steps_per_epoch,
+        warmup_steps, data.eval_examples,
+    )
+
+    checkpoints = Checkpoints(
+        tf.train.Checkpoint(model=model, step=step), flags.model_dir, step,
+        keep=flags.keep_checkpoints, chief=chief, task_id=task_id,
+    )
+    callbacks = [
+        keras.callbacks.BackupAndRestore(os.path.join(flags.model_dir, "backup")),
+        StopAtStep(total_steps),
+        EpochCheckpoint(checkpoints, step),
+    ]
+    if chief:
+        callbacks.append(keras.callbacks.TensorBoard(
+            flags.model_dir, update_freq=flags.log_every_steps))
+    try:
+        model.fit(
+            data.train,
+            epochs=epochs,
+            steps_per_epoch=steps_per_epoch,
+            validation_data=data.eval if flags.eval_data and flags.eval_every_epochs else None,
+            validation_freq=max(flags.eval_every_epochs, 1),
+            callbacks=callbacks,
+            verbose=flags.verbose,
+        )
+        values = _results_names(model.evaluate(data.eval, return_dict=True, verbose=0))
+        if flags.task == "span":
+            values["exact_match"] = span_exact_match(model, data.eval, data.eval_span_positions)
+        results = {
+            "task": flags.task,
+            "step": int(optimizer.iterations.numpy()),
+            "eval_data": data.eval_path,
+            "eval_examples": data.eval_examples,
+            "train_examples": data.train_examples,
+            "init": source,
+            **values,
+            "data": [report.to_dict() for report in data.reports],
+        }
+        if chief:
+            with tf.io.gfile.GFile(os.path.join(flags.model_dir, RESULTS_FILE), "w") as file:
+                file.write(json.dumps(results, indent=2) + "\n")
+        LOGGER.info("Final evaluation on %s: %s", data.eval_path, ", ".join(
+            f"{name}={value:.4g}" for name, value in values.items()))
+        print(json.dumps({name: value for name, value in results.items() if name != "data"}))
+        if flags.export_dir:
+            export_dir = flags.export_dir
+            if not chief:
+                export_dir = os.path.join(flags.model_dir, ".worker_export", f"worker_{task_id}")
+            export_model(model, export_dir, data.label_list)
+            if chief:
+                LOGGER.info("Exported the fine-tuned model to %s.", export_dir)
+    finally:
+        checkpoints.close()
+    return results
+
+
+def main(argv=None):
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    return run(parse_flags(argv))
+
+
+if __name__ == "__main__":
+    main()
