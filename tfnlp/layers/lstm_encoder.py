@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from tfnlp.layers.dropout import Dropout
+
 
 @keras.saving.register_keras_serializable(package="tfnlp")
 class LSTMEncoder(keras.layers.Layer):
@@ -123,7 +125,7 @@ class LSTMEncoder(keras.layers.Layer):
                     name=f"bidirectional_lstm_{index}",
                 )
             self.recurrent_layers.append(lstm)
-        self.dropout_layer = keras.layers.Dropout(
+        self.dropout_layer = Dropout(
             self.dropout, dtype=self.dtype_policy, name="dropout"
         )
 

@@ -6,6 +6,7 @@ import string
 import keras
 from keras import ops
 
+from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.masking import causal_mask, masked_softmax, merge_masks
 
 
@@ -102,7 +103,7 @@ class MultiHeadAttention(keras.layers.Layer):
         )
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
-        self.attention_dropout = keras.layers.Dropout(
+        self.attention_dropout = Dropout(
             dropout, dtype=self.dtype_policy, name="attention_dropout"
         )
 

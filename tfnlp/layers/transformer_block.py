@@ -8,6 +8,7 @@ feed-forward sublayer. Not a layer to use by itself: use
 import keras
 
 from tfnlp.layers.activations import get_activation
+from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.multi_head_attention import MultiHeadAttention
 
 
@@ -60,7 +61,7 @@ class TransformerBlock(keras.layers.Layer):
         )
 
     def _dropout(self, name):
-        return keras.layers.Dropout(self.dropout, dtype=self.dtype_policy, name=name)
+        return Dropout(self.dropout, dtype=self.dtype_policy, name=name)
 
     def attention_sublayer(self, name, inputs, value=None, training=None, **kwargs):
         """Attention, dropout, residual and LayerNorm (pre- or post-LN).

@@ -2,6 +2,7 @@
 
 import keras
 
+from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.position_embedding import PositionEmbedding
 from tfnlp.layers.transformer_encoder_block import TransformerEncoderBlock
 from tfnlp.models.bert_config import BertConfig
@@ -104,7 +105,7 @@ class BertEncoder(keras.Model):
             dtype=dtype,
             name="embeddings_layer_norm",
         )
-        self.embeddings_dropout = keras.layers.Dropout(
+        self.embeddings_dropout = Dropout(
             config.hidden_dropout, dtype=dtype, name="embeddings_dropout"
         )
         self.transformer_layers = [
