@@ -86,3 +86,16 @@ def test_warmup_then_linear_decay_schedule():
     np.testing.assert_allclose(rates, [0.0, 5e-4, 1e-3, 5e-4, 0.0, 0.0], atol=1e-9)
     restored = optimization.WarmupPolynomialDecay.from_config(schedule.get_config())
     assert float(restored(55)) == pytest.approx(5e-4)
+
+
+@pytest.mark.parametrize("precision", ["bfloat16", "float16"])
+def test_mixed_precision_with_xla_trains_to_finite_losses(train_data, tmp_path, precision):
+    """In a subprocess: the global dtype policy would leak into later tests."""
+    model_dir = str(tmp_path / precision)
+    helpers.run(helpers.flags(
+        train_data, model_dir, train_steps=3, mixed_precision=precision, jit_compile="true"
+    ))
+    log = helpers.train_log(model_dir)
+    assert [record["step"] for record in log] == [1, 2, 3]
+    assert all(np.isfinite(record["loss"]) and record["loss"] > 0 for record in log)
+    assert all(np.isfinite(record["gradient_norm"]) for record in log)
