@@ -135,3 +135,44 @@ def test_hidden_size_not_divisible_by_heads_is_rejected():
 def test_unknown_activation_is_rejected_with_the_known_names():
     with pytest.raises(ValueError, match="gelu_approximate"):
         TransformerEncoderBlock(num_heads=2, intermediate_dim=8, activation="swishy")
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_query_positions_give_the_full_output_at_those_rows(norm_first):
+    block = TransformerEncoderBlock(
+        num_heads=4, intermediate_dim=32, norm_first=norm_first
+    )
+    inputs = random_inputs((BATCH, LENGTH, HIDDEN))
+    mask = padding_mask([LENGTH, 4])
+    positions = np.array([[0, 5, 2], [0, 1, 1]], "int32")
+    full, full_scores = block(inputs, padding_mask=mask, return_attention_scores=True)
+    rows, row_scores = block(
+        inputs, padding_mask=mask, return_attention_scores=True,
+        query_positions=positions,
+    )
+    batch_index = np.arange(BATCH)[:, None]
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(rows),
+        keras.ops.convert_to_numpy(full)[batch_index, positions],
+        atol=1e-5,
+    )
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(row_scores),
+        np.stack([
+            keras.ops.convert_to_numpy(full_scores)[b][:, positions[b]]
+            for b in range(BATCH)
+        ]),
+        atol=1e-6,
+    )
+    # An explicit attention mask is gathered at the same rows.
+    attention_mask = np.tril(np.ones((LENGTH, LENGTH), bool))[None]
+    full = block(inputs, padding_mask=mask, attention_mask=attention_mask)
+    rows = block(
+        inputs, padding_mask=mask, attention_mask=attention_mask,
+        query_positions=positions,
+    )
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(rows),
+        keras.ops.convert_to_numpy(full)[batch_index, positions],
+        atol=1e-5,
+    )

@@ -164,6 +164,36 @@ def test_gathering_first_equals_the_head_on_every_position_then_gathering(model)
     np.testing.assert_allclose(ours, expected, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("num_layers", [1, 3])
+def test_last_layer_on_the_read_rows_equals_the_full_encoder(num_layers):
+    # The model runs the encoder's last block only at [CLS] and the masked
+    # positions; the logits must equal the heads on the full encoder's
+    # outputs.
+    pretraining_model = BertPretrainingModel(
+        BertEncoder(tiny_config(num_layers=num_layers))
+    )
+    randomize_weights(pretraining_model, seed=num_layers)
+    batch = make_batch()
+    outputs = pretraining_model(batch, training=False)
+    encoder_outputs = pretraining_model.encoder(
+        {key: batch[key] for key in ("input_ids", "input_mask", "segment_ids")},
+        training=False,
+    )
+    hidden = gather_positions(
+        encoder_outputs["sequence_output"], batch["masked_lm_positions"]
+    )
+    np.testing.assert_allclose(
+        to_numpy(outputs["mlm_logits"]),
+        to_numpy(pretraining_model._masked_lm_logits(hidden)),
+        atol=1e-5, rtol=1e-5,
+    )
+    np.testing.assert_allclose(
+        to_numpy(outputs["nsp_logits"]),
+        to_numpy(pretraining_model.next_sentence_dense(encoder_outputs["pooled_output"])),
+        atol=1e-5, rtol=1e-5,
+    )
+
+
 def test_mixed_precision_gives_float32_logits():
     encoder = BertEncoder(tiny_config(), dtype="mixed_bfloat16")
     model = BertPretrainingModel(encoder)

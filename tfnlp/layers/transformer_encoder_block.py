@@ -1,6 +1,7 @@
 """The Transformer encoder block: self-attention and a feed-forward network."""
 
 import keras
+from keras import ops
 
 from tfnlp.layers.masking import merge_masks, padding_to_attention_mask
 from tfnlp.layers.transformer_block import TransformerBlock
@@ -46,9 +47,17 @@ class TransformerEncoderBlock(TransformerBlock):
         return_attention_scores: also return the attention weights,
             `(batch, num_heads, length, length)`.
         training: whether dropout is active.
+        query_positions: optional int `(batch, num_queries)`, each in
+            `[0, length)`: compute the outputs at these positions only. The
+            queries, residuals, LayerNorms and feed-forward network run on
+            the rows of `inputs` at these positions; keys and values still
+            come from the whole sequence. The result equals the full output
+            gathered at these positions (a last layer whose other rows are
+            unused, such as BERT's under a masked-LM head, gets cheaper).
 
     Returns:
-        `(batch, length, hidden_dim)`, or `(outputs, attention_scores)`.
+        `(batch, length, hidden_dim)` (`(batch, num_queries, hidden_dim)`
+        with `query_positions`), or `(outputs, attention_scores)`.
 
     Example:
 
@@ -85,10 +94,29 @@ class TransformerEncoderBlock(TransformerBlock):
         attention_mask=None,
         return_attention_scores=False,
         training=None,
+        query_positions=None,
     ):
+        value = None
+        if query_positions is not None:
+            # Keys and values: the whole (normalised, for pre-LN) sequence;
+            # queries and residuals: the rows at `query_positions`.
+            value = (
+                self.self_attention_layer_norm(inputs) if self.norm_first else inputs
+            )
+            if attention_mask is not None:
+                length = ops.shape(inputs)[1]
+                attention_mask = gather_rows(
+                    ops.broadcast_to(
+                        ops.cast(attention_mask, "bool"),
+                        (ops.shape(inputs)[0], length, length),
+                    ),
+                    query_positions,
+                )
+            inputs = gather_rows(inputs, query_positions)
         x, attention_scores, _ = self.attention_sublayer(
             "self_attention",
             inputs,
+            value=value,
             attention_mask=merge_masks(
                 padding_to_attention_mask(padding_mask), attention_mask
             ),
@@ -98,3 +126,19 @@ class TransformerEncoderBlock(TransformerBlock):
         if return_attention_scores:
             return x, attention_scores
         return x
+
+
+def gather_rows(sequence, positions):
+    """`result[b, q] = sequence[b, positions[b, q]]`, for `(batch, length,
+    ...)` `sequence` and int `(batch, num_queries)` `positions`: one gather of
+    the rows of the flattened `(batch * length, ...)` tensor."""
+    sequence = ops.convert_to_tensor(sequence)
+    positions = ops.cast(positions, "int32")
+    shape = ops.shape(sequence)
+    batch, length = shape[0], shape[1]
+    trailing = tuple(shape[2:])
+    offsets = ops.expand_dims(ops.arange(batch, dtype="int32") * length, -1)
+    flat_positions = ops.reshape(positions + offsets, (-1,))
+    flat_sequence = ops.reshape(sequence, (-1, *trailing))
+    gathered = ops.take(flat_sequence, flat_positions, axis=0)
+    return ops.reshape(gathered, (batch, -1, *trailing))

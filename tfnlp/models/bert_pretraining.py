@@ -4,8 +4,11 @@ The masked-LM head runs only on the masked positions: the encoder's
 `sequence_output` is gathered at `masked_lm_positions` ([batch, P], P the
 predictions per sequence, about 15% of the length) before the dense,
 LayerNorm and vocabulary projection, which are the costly part for a
-30k-token vocabulary. The projection is tied to the encoder's token
-embedding matrix (`logits = h · Eᵀ + b`), as in the original BERT.
+30k-token vocabulary. The encoder's last block, too, computes its outputs
+only at [CLS] and the masked positions (its keys and values still cover the
+whole sequence), since the heads read no other row of it. The projection is
+tied to the encoder's token embedding matrix (`logits = h · Eᵀ + b`), as in
+the original BERT.
 
 The losses are plain functions of the batch and the model's outputs, so a
 custom `tf.distribute` training loop can call them in `strategy.run` and
@@ -169,14 +172,50 @@ class BertPretrainingModel(keras.Model):
         return self.encoder.config
 
     def call(self, inputs, training=None):
-        encoder_outputs = self.encoder(_encoder_inputs(inputs), training=training)
-        positions = _required(inputs, MASKED_LM_POSITIONS, type(self).__name__)
-        hidden = gather_positions(encoder_outputs["sequence_output"], positions)
+        encoder_inputs = _encoder_inputs(inputs)
+        positions = ops.cast(
+            _required(inputs, MASKED_LM_POSITIONS, type(self).__name__), "int32"
+        )
+        encoder = self.encoder
+        if not encoder.transformer_layers:
+            encoder_outputs = encoder(encoder_inputs, training=training)
+            hidden = gather_positions(encoder_outputs["sequence_output"], positions)
+            pooled_output = encoder_outputs["pooled_output"]
+        else:
+            # The encoder's own graph, run layer by layer, except that the
+            # last block computes its outputs only where the heads read
+            # them: [CLS] (position 0) and the masked positions. Keys and
+            # values still span the whole sequence, so these rows equal
+            # the full encoder's; the rest of that block's work is skipped.
+            input_ids, input_mask, segment_ids = (
+                ops.cast(encoder_inputs[key], "int32") for key in ENCODER_INPUTS
+            )
+            tokens = encoder.token_embedding(input_ids)
+            x = encoder.embeddings_add(
+                [
+                    tokens,
+                    encoder.segment_embedding(segment_ids),
+                    encoder.position_embedding(tokens),
+                ]
+            )
+            x = encoder.embeddings_layer_norm(x)
+            x = encoder.embeddings_dropout(x, training=training)
+            for transformer_layer in encoder.transformer_layers[:-1]:
+                x = transformer_layer(x, padding_mask=input_mask, training=training)
+            query_positions = ops.concatenate(
+                [ops.zeros_like(positions[:, :1]), positions], axis=1
+            )
+            x = encoder.transformer_layers[-1](
+                x,
+                padding_mask=input_mask,
+                training=training,
+                query_positions=query_positions,
+            )
+            pooled_output = encoder.pooled_dense(x[:, 0, :])
+            hidden = x[:, 1:, :]
         return {
             "mlm_logits": self._masked_lm_logits(hidden),
-            "nsp_logits": ops.cast(
-                self.next_sentence_dense(encoder_outputs["pooled_output"]), "float32"
-            ),
+            "nsp_logits": ops.cast(self.next_sentence_dense(pooled_output), "float32"),
         }
 
     def _masked_lm_logits(self, hidden):
