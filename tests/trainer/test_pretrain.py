@@ -25,6 +25,7 @@ def single_run(train_data, tmp_path_factory):
         train_data, model_dir,
         eval_data=train_data, eval_steps=2, export_dir=export_dir,
         attention_images_every_steps=5, checkpoint_every_steps=2, keep_checkpoints=2,
+        profile_steps="2,3",
     ))
     return model_dir, export_dir, output
 
@@ -126,3 +127,14 @@ def test_multi_worker_strategy_matches_one_replica(single_run, train_data, tmp_p
     assert len(helpers.train_log(model_dir)) == 5
     assert not os.path.exists(os.path.join(model_dir, ".worker_checkpoints"))
     np.testing.assert_allclose(final_loss(model_dir), final_loss(single_run[0]), rtol=1e-3)
+
+
+def test_profiles_the_requested_steps(single_run):
+    model_dir, _, _ = single_run
+    traces = [
+        os.path.join(directory, name)
+        for directory, _, names in os.walk(model_dir)
+        for name in names if name.endswith(".xplane.pb")
+    ]
+    assert traces, "no profiler trace (*.xplane.pb) under the model directory"
+    assert os.sep + os.path.join("plugins", "profile") + os.sep in traces[0]
