@@ -75,6 +75,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines import pretraining_instances, text_input, token_store
 from pipelines.beam_options import pipeline_options
+from tfnlp.command_line import add_boolean_flag
 from tfnlp.data import pretraining_schema
 from tfnlp.text.plain_bert_tokenizer import PlainBertTokenizer
 from tfnlp.text.vocabulary import load_vocabulary
@@ -87,25 +88,6 @@ SHUFFLE_BUFFER_RECORDS = 10_000
 SENTENCE_BOUNDARY = re.compile(
     r"\n+|(?<=[.!?…])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9À-ÖØ-Þ])"
 )
-
-
-def boolean(value):
-    """Parses an absl-style boolean flag value ("true", "False", "1", ...)."""
-    lowered = str(value).strip().lower()
-    if lowered in ("true", "t", "1", "yes"):
-        return True
-    if lowered in ("false", "f", "0", "no"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, not {value!r}")
-
-
-def _add_boolean(parser, name, default, help_text):
-    parser.add_argument(
-        f"--{name}", type=boolean, nargs="?", const=True, default=default,
-        help=help_text,
-    )
-    parser.add_argument(f"--no{name}", dest=name, action="store_false",
-                        help=argparse.SUPPRESS)
 
 
 def parse_arguments(argv=None):
@@ -121,7 +103,7 @@ def parse_arguments(argv=None):
                         help="The WordPiece vocabulary (one token per line).")
     parser.add_argument("--output_dir", required=True,
                         help="Where the TFRecord shards and stats.json go.")
-    _add_boolean(parser, "do_lower_case", True,
+    add_boolean_flag(parser, "do_lower_case", True,
                  "Lower-case and strip accents (uncased vocabularies).")
     parser.add_argument("--max_seq_length", type=int, default=128)
     parser.add_argument("--max_predictions_per_seq", type=int, default=20)
@@ -130,12 +112,12 @@ def parse_arguments(argv=None):
     parser.add_argument("--dupe_factor", type=int, default=10,
                         help="How many times each document is used, masked anew.")
     parser.add_argument("--random_seed", type=int, default=12345)
-    _add_boolean(parser, "do_whole_word_mask", False,
+    add_boolean_flag(parser, "do_whole_word_mask", False,
                  "Mask whole words (every piece of a word) at once.")
     parser.add_argument("--num_shards", type=int, default=0,
                         help="Number of output files (0: the runner decides).")
-    _add_boolean(parser, "gzip", False, "Write gzip-compressed TFRecords.")
-    _add_boolean(parser, "dynamic_masking", False,
+    add_boolean_flag(parser, "gzip", False, "Write gzip-compressed TFRecords.")
+    add_boolean_flag(parser, "dynamic_masking", False,
                  "Write unmasked sequences; tfnlp.data's reader masks them anew "
                  "each epoch.")
     parser.add_argument("--input_format", choices=text_input.INPUT_FORMATS,

@@ -99,7 +99,8 @@ from tfnlp.text.bert_tokenizer import BertTokenizer
 from trainer import distribution, finetune_data, optimization
 from trainer.checkpoints import Checkpoints
 from trainer.distribution import STRATEGIES
-from trainer.flags import MIXED_PRECISION, boolean
+from tfnlp.command_line import add_boolean_flag
+from trainer.flags import MIXED_PRECISION
 from trainer.optimization import OPTIMIZERS
 
 LOGGER = logging.getLogger("trainer.finetune")
@@ -135,8 +136,8 @@ def finetuning_parser():
     data.add_argument("--num_classes", type=int, default=0,
                       help="Without --labels: the labels are the integers 0..N-1.")
     data.add_argument("--vocab_file", required=True, help="The WordPiece vocabulary.")
-    data.add_argument("--do_lower_case", type=boolean, nargs="?", const=True, default=True,
-                      help="Lower-case and strip accents (uncased vocabularies).")
+    add_boolean_flag(data, "do_lower_case", True,
+                     "Lower-case and strip accents (uncased vocabularies).")
     data.add_argument("--max_seq_length", type=int, default=128)
     data.add_argument("--seed", type=int, default=0,
                       help="Seeds the head's initial weights, dropout and the data order.")

@@ -2,27 +2,11 @@
 
 import argparse
 
+from tfnlp.command_line import add_boolean_flag
 from trainer.distribution import STRATEGIES
 from trainer.optimization import OPTIMIZERS
 
 MIXED_PRECISION = ("bfloat16", "float16")
-
-
-def boolean(value):
-    """Parses an absl-style boolean flag value ("true", "False", "1", ...)."""
-    lowered = str(value).strip().lower()
-    if lowered in ("true", "t", "1", "yes"):
-        return True
-    if lowered in ("false", "f", "0", "no"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, not {value!r}")
-
-
-def _add_boolean(parser, name, default, help_text):
-    parser.add_argument(
-        f"--{name}", type=boolean, nargs="?", const=True, default=default, help=help_text
-    )
-    parser.add_argument(f"--no{name}", dest=name, action="store_false", help=argparse.SUPPRESS)
 
 
 def pretraining_parser():
@@ -74,7 +58,7 @@ def pretraining_parser():
     training.add_argument("--strategy", choices=STRATEGIES, default="default")
     training.add_argument("--tpu", default="", help="The TPU name or address (--strategy=tpu).")
     training.add_argument("--mixed_precision", choices=MIXED_PRECISION, default=None)
-    _add_boolean(training, "jit_compile", False, "Compile the replica step with XLA.")
+    add_boolean_flag(training, "jit_compile", False, "Compile the replica step with XLA.")
 
     outputs = parser.add_argument_group("checkpoints, logs and export")
     outputs.add_argument("--checkpoint_every_steps", type=int, default=1000)

@@ -9,7 +9,11 @@ arguments).
 import keras
 from keras import ops
 
-from tfnlp.models.bert_encoder import BertEncoder
+from tfnlp.models.bert_encoder import (
+    BertEncoder,
+    encoder_model_config,
+    encoder_model_from_config,
+)
 
 ENCODER_INPUTS = ("input_ids", "input_mask", "segment_ids")
 
@@ -79,23 +83,11 @@ class BertFinetuningModel(keras.Model):
         return {}
 
     def get_config(self):
-        # Not chained to keras.Model, whose config of a subclassed model
-        # holds only name and trainability.
-        return {
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-            **self._head_config(),
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-        }
+        return encoder_model_config(self, **self._head_config())
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        if isinstance(config.get("dtype"), dict):
-            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-        return cls(**config)
+        return encoder_model_from_config(cls, config)
 
 
 def check_num_classes(num_classes, model_name):

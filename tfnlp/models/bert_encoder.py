@@ -224,3 +224,29 @@ def _transformer_layer(config, index, dtype):
         dtype=dtype,
         name=f"transformer_layer_{index}",
     )
+
+
+def encoder_model_config(model, **arguments):
+    """The config of a model built on a `BertEncoder` (`model.encoder`).
+
+    Not chained to `keras.Model.get_config`, whose config of a subclassed
+    model holds only the name and trainability: the encoder is serialized as
+    a nested Keras object, followed by the model's own constructor
+    `arguments`, its name, trainability and dtype policy.
+    """
+    return {
+        "encoder": keras.saving.serialize_keras_object(model.encoder),
+        **arguments,
+        "name": model.name,
+        "trainable": model.trainable,
+        "dtype": keras.dtype_policies.serialize(model.dtype_policy),
+    }
+
+
+def encoder_model_from_config(cls, config):
+    """Rebuilds a model of class `cls` from an `encoder_model_config` dict."""
+    config = dict(config)
+    config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+    if isinstance(config.get("dtype"), dict):
+        config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+    return cls(**config)

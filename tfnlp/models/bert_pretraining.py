@@ -22,7 +22,11 @@ from keras import ops
 
 from tfnlp.layers.activations import get_activation
 from tfnlp.metrics import MaskedLMAccuracy, MaskedLMPerplexity, NextSentenceAccuracy
-from tfnlp.models.bert_encoder import BertEncoder
+from tfnlp.models.bert_encoder import (
+    BertEncoder,
+    encoder_model_config,
+    encoder_model_from_config,
+)
 
 # The features of a pretraining batch (tfnlp.data.pretraining_schema).
 ENCODER_INPUTS = ("input_ids", "input_mask", "segment_ids")
@@ -290,22 +294,11 @@ class BertPretrainingModel(keras.Model):
     # --- Serialization ------------------------------------------------------
 
     def get_config(self):
-        # Not chained to keras.Model, whose config of a subclassed model
-        # holds only name and trainability; the encoder rebuilds the rest.
-        return {
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-        }
+        return encoder_model_config(self)
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        if isinstance(config.get("dtype"), dict):
-            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-        return cls(**config)
+        return encoder_model_from_config(cls, config)
 
 
 def gather_positions(sequence_output, positions):
