@@ -60,12 +60,16 @@ class BertTokenizer(keras.layers.Layer):
 
     Example:
 
+    >>> import os, tempfile
     >>> import tensorflow as tf
-    >>> tokenizer = BertTokenizer(
-    ...     "../shared/data/vocab/bert-base-uncased-vocab.txt")
+    >>> from tfnlp.text import write_vocabulary
+    >>> vocab_file = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> write_vocabulary(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+    ...                   "hello", ",", "world", "!"], vocab_file)
+    >>> tokenizer = BertTokenizer(vocab_file)
     >>> ids = tokenizer.tokenize(tf.constant(["Hello, world!"]))
     >>> ids.to_list()
-    [[7592, 1010, 2088, 999]]
+    [[5, 6, 7, 8]]
     >>> tokenizer.detokenize(ids).numpy()
     array([b'hello , world !'], dtype=object)
 
