@@ -64,3 +64,45 @@ class Checkpoints:
                 os.rmdir(os.path.dirname(self.directory))
             except OSError:
                 pass  # Another worker's directory is still there.
+
+
+HUGGINGFACE_WEIGHTS = ("model.safetensors", "model.safetensors.index.json")
+
+
+def is_huggingface_directory(path):
+    """Whether `path` is a directory with Hugging Face safetensors weights."""
+    return tf.io.gfile.isdir(path) and any(
+        tf.io.gfile.exists(os.path.join(path, name)) for name in HUGGINGFACE_WEIGHTS
+    )
+
+
+def find_checkpoint(path, flag):
+    """The checkpoint prefix that `path` (a directory or a prefix) names.
+
+    Args:
+        path: a model_dir (its latest checkpoint) or a checkpoint prefix
+            such as `DIR/ckpt-1000`.
+        flag: the command-line flag that gave `path`, for the error message.
+
+    Raises:
+        FileNotFoundError: if `path` is neither a directory with a
+            checkpoint nor a checkpoint prefix.
+    """
+    if tf.io.gfile.isdir(path):
+        latest = tf.train.latest_checkpoint(path)
+        if latest is None:
+            raise FileNotFoundError(
+                f"{flag}={path!r} is a directory without a TensorFlow checkpoint (no "
+                "'checkpoint' file naming a ckpt-N) and without Hugging Face weights "
+                "(model.safetensors). Pass a model_dir of trainer.pretrain or "
+                "trainer.finetune that has saved a checkpoint, a checkpoint prefix "
+                "such as DIR/ckpt-1000, or a Hugging Face BERT directory."
+            )
+        return latest
+    if tf.io.gfile.exists(path + ".index"):
+        return path
+    raise FileNotFoundError(
+        f"{flag}={path!r} does not exist (no directory and no {path}.index). Pass a "
+        "model_dir, a checkpoint prefix such as DIR/ckpt-1000, or a Hugging Face BERT "
+        "directory."
+    )

@@ -1,46 +1,324 @@
-"""SavedModel export of a trained encoder (refined by the export issue)."""
+"""Exporting a trained model as a versioned SavedModel for serving.
+
+    python -m trainer.export --model_dir=RUN --export_dir=EXPORT_DIR
+
+writes `EXPORT_DIR/<next version>/` with `tfnlp.export.export_saved_model`
+and prints its path. `--model_dir` is one of:
+
+- a `trainer.finetune` run: the classifier, token classifier or span
+  extractor of its latest checkpoint, with the labels, vocabulary,
+  lower-casing and sequence length the run recorded in `serving.json`;
+- a `trainer.pretrain` run: the encoder and its masked-LM head (encoder and
+  fill-mask signatures). Pretraining reads TFRecords, so give the
+  vocabulary of its data with `--vocab_file` unless the run was given one;
+- a Hugging Face BERT directory (`config.json`, `model.safetensors`,
+  `vocab.txt`): its encoder, with the masked-LM head when the checkpoint
+  has one. For a sentence-transformers model (`modules.json`) the pooled
+  output is its sentence embedding: its pooling (mean or [CLS]) and
+  normalization, and its `max_seq_length`.
+
+Flags given on the command line override what the model_dir records.
+`--notext_signatures` writes the ids signatures only: the export then holds
+no tensorflow-text op and loads in any TensorFlow Serving build.
+
+The trainers' `--export_dir` flags call `export_trained_model` below at
+the end of training.
+"""
+
+import argparse
+import json
+import logging
+import os
+import sys
 
 import tensorflow as tf
 
-_INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
+from tfnlp.command_line import add_boolean_flag
+
+LOGGER = logging.getLogger("trainer.export")
+
+SERVING_FILE = "serving.json"
+CONFIG_FILE = "config.json"
+MODEL_KINDS = ("pretraining", "classification", "token_classification", "span")
+DEFAULT_SEQUENCE_LENGTH = 128
 
 
-class _EncoderModule(tf.Module):
-    def __init__(self, encoder):
-        super().__init__()
-        self.encoder = encoder
+def write_serving_record(model_dir, record):
+    """Writes `model_dir/serving.json`: what an export of the run needs
+    besides its checkpoint (`model`: one of MODEL_KINDS; `vocab_file`,
+    `lower_case`, `sequence_length`, `labels`, `dropout` when known)."""
+    with tf.io.gfile.GFile(os.path.join(model_dir, SERVING_FILE), "w") as file:
+        file.write(json.dumps(record, indent=2) + "\n")
 
-    @tf.function(
-        input_signature=[
-            tf.TensorSpec([None, None], tf.int32, name=name) for name in _INPUT_NAMES
-        ]
-    )
-    def serve(self, input_ids, input_mask, segment_ids):
-        outputs = self.encoder(
-            {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids},
-            training=False,
+
+def read_serving_record(model_dir):
+    """The record of `write_serving_record`, or `{}` if the run has none."""
+    path = os.path.join(model_dir, SERVING_FILE)
+    if not tf.io.gfile.exists(path):
+        return {}
+    with tf.io.gfile.GFile(path) as file:
+        return json.load(file)
+
+
+def export_trained_model(model, export_dir, vocab_file=None, lower_case=True,
+                         sequence_length=DEFAULT_SEQUENCE_LENGTH, text_signatures=True,
+                         **options):
+    """Exports `model` to the next version of `export_dir`; returns its path.
+
+    Without `vocab_file` only the ids signatures are written (and a
+    pretraining model exports its encoder alone: fill-mask needs the
+    vocabulary). `options` go to `tfnlp.export.export_saved_model`.
+    """
+    from tfnlp.export import BertTextPreprocessor, export_saved_model
+    from tfnlp.models import BertPretrainingModel
+    from tfnlp.text import BertTokenizer
+
+    preprocessor = None
+    if vocab_file:
+        preprocessor = BertTextPreprocessor(
+            BertTokenizer(vocab_file, lower_case=lower_case), sequence_length
         )
-        return {
-            "pooled_output": tf.cast(outputs["pooled_output"], tf.float32),
-            "sequence_output": tf.cast(outputs["sequence_output"], tf.float32),
-        }
+        if preprocessor.tokenizer.vocab_size > model.config.vocab_size:
+            raise ValueError(
+                f"The vocabulary {vocab_file} has {preprocessor.tokenizer.vocab_size} "
+                f"tokens but the model only {model.config.vocab_size} embeddings. Give "
+                "the vocabulary the model was trained with (--vocab_file)."
+            )
+        if sequence_length > model.config.max_position_embeddings:
+            raise ValueError(
+                f"The sequence length {sequence_length} is longer than the model's "
+                f"max_position_embeddings={model.config.max_position_embeddings}; "
+                "give a shorter --max_seq_length."
+            )
+    elif isinstance(model, BertPretrainingModel):
+        LOGGER.warning(
+            "No vocabulary: exporting the encoder's ids signatures only (fill-mask "
+            "and text signatures need --vocab_file)."
+        )
+        model = model.encoder
+        options = {name: value for name, value in options.items()
+                   if name in ("pooling", "normalize")}
+    return export_saved_model(
+        model, export_dir, preprocessor, text_signatures=text_signatures, **options
+    )
 
 
-def export_encoder(encoder, export_dir):
-    """Writes `encoder` as a SavedModel with a `serving_default` signature.
+# ---------------------------------------------------------------------------
+# Loading a trained model from its model_dir
 
-    The signature takes int32 `input_ids`, `input_mask` and `segment_ids`
-    of shape `(batch, length)` and returns float32 `pooled_output`
-    `(batch, hidden_size)` and `sequence_output` `(batch, length,
-    hidden_size)`.
+
+def _restore(model, model_dir, checkpoint):
+    from trainer.checkpoints import find_checkpoint
+
+    prefix = find_checkpoint(checkpoint or model_dir, "--checkpoint" if checkpoint else "--model_dir")
+    status = tf.train.Checkpoint(model=model).restore(prefix)
+    try:
+        status.assert_existing_objects_matched()
+    except AssertionError as error:
+        raise ValueError(
+            f"The checkpoint {prefix} does not match the model rebuilt from "
+            f"{model_dir}/{CONFIG_FILE} ({error}). Export with the config.json the "
+            "run wrote beside its checkpoints."
+        ) from None
+    status.expect_partial()
+    LOGGER.info("Restored %s from %s.", type(model).__name__, prefix)
+    return prefix
+
+
+def _training_run_model(model_dir, record, checkpoint):
+    from tfnlp.models import BertConfig, BertEncoder, BertPretrainingModel
+    from trainer.finetune import build_model
+
+    config_path = os.path.join(model_dir, CONFIG_FILE)
+    if not tf.io.gfile.exists(config_path):
+        raise FileNotFoundError(
+            f"{model_dir} has no {CONFIG_FILE}: pass the --model_dir of a trainer.pretrain "
+            "or trainer.finetune run, or a Hugging Face BERT directory."
+        )
+    encoder = BertEncoder(BertConfig.from_json(config_path))
+    kind = record.get("model", "pretraining")
+    if kind not in MODEL_KINDS:
+        raise ValueError(f"{model_dir}/{SERVING_FILE} names an unknown model {kind!r}.")
+    if kind == "pretraining":
+        model = BertPretrainingModel(encoder)
+    else:
+        labels = record.get("labels") or []
+        model = build_model(kind, encoder, len(labels), record.get("dropout", 0.1))
+    _restore(model, model_dir, checkpoint)
+    return model
+
+
+def _read_json(path, default=None):
+    if not tf.io.gfile.exists(path):
+        return default
+    with tf.io.gfile.GFile(path) as file:
+        return json.load(file)
+
+
+def sentence_transformers_options(model_dir):
+    """Pooling, normalization and sequence length of a sentence-transformers
+    directory (`modules.json`), or `{}` for a plain Hugging Face model."""
+    modules = _read_json(os.path.join(model_dir, "modules.json"), [])
+    options = {}
+    for module in modules:
+        kind = module.get("type", "").rsplit(".", 1)[-1]
+        if kind == "Pooling":
+            pooling = _read_json(os.path.join(model_dir, module["path"], "config.json"), {})
+            if pooling.get("pooling_mode_mean_tokens"):
+                options["pooling"] = "mean"
+            elif pooling.get("pooling_mode_cls_token"):
+                options["pooling"] = "cls"
+            else:
+                raise ValueError(
+                    f"{model_dir}: the sentence-transformers pooling {pooling} is not "
+                    "supported; tfnlp exports mean and [CLS] pooling."
+                )
+        elif kind == "Normalize":
+            options["normalize"] = True
+    settings = _read_json(os.path.join(model_dir, "sentence_bert_config.json"), {})
+    if modules and "max_seq_length" in settings:
+        options["sequence_length"] = settings["max_seq_length"]
+    return options
+
+
+def _huggingface_model(model_dir):
+    """The model of a Hugging Face directory and what its files say about
+    serving it (vocabulary, lower-casing, pooling, sequence length)."""
+    from tfnlp.models import BertEncoder, BertPretrainingModel, huggingface
+
+    checkpoint = huggingface.read_huggingface_checkpoint(model_dir)
+    if checkpoint.head_tensors:
+        model = BertPretrainingModel.from_huggingface(model_dir)
+    else:
+        model = BertEncoder.from_huggingface(model_dir)
+    record = {"model": "huggingface"}
+    vocab_file = os.path.join(model_dir, "vocab.txt")
+    if tf.io.gfile.exists(vocab_file):
+        record["vocab_file"] = vocab_file
+    tokenizer_config = _read_json(os.path.join(model_dir, "tokenizer_config.json"), {})
+    if "do_lower_case" in tokenizer_config:
+        record["lower_case"] = bool(tokenizer_config["do_lower_case"])
+    options = sentence_transformers_options(model_dir)
+    if "sequence_length" in options:
+        record["sequence_length"] = options.pop("sequence_length")
+    record.update(options)
+    return model, record
+
+
+def load_trained_model(model_dir, checkpoint=""):
+    """The trained model of `model_dir` and its serving record.
 
     Args:
-        encoder: a `tfnlp.models.BertEncoder`.
-        export_dir: the SavedModel directory (created).
+        model_dir: a trainer.pretrain or trainer.finetune run, or a Hugging
+            Face BERT directory.
+        checkpoint: a checkpoint prefix of the run (default: its latest).
 
     Returns:
-        `export_dir`.
+        `(model, record)`, the record as `write_serving_record` writes it
+        (plus `pooling`/`normalize` for sentence-transformers directories).
     """
-    module = _EncoderModule(encoder)
-    tf.saved_model.save(module, export_dir, signatures={"serving_default": module.serve})
-    return export_dir
+    from trainer.checkpoints import is_huggingface_directory
+
+    if is_huggingface_directory(model_dir):
+        return _huggingface_model(model_dir)
+    record = read_serving_record(model_dir)
+    return _training_run_model(model_dir, record, checkpoint), record
+
+
+# ---------------------------------------------------------------------------
+# The command line
+
+
+def export_parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m trainer.export",
+        description="Exports a trained model to EXPORT_DIR/<version>/ for TensorFlow Serving.",
+        allow_abbrev=False,
+    )
+    parser.add_argument("--model_dir", required=True,
+                        help="A trainer.pretrain or trainer.finetune model_dir, or a "
+                             "Hugging Face BERT directory.")
+    parser.add_argument("--export_dir", required=True,
+                        help="The base directory; the export is its next version.")
+    parser.add_argument("--checkpoint", default="",
+                        help="A checkpoint prefix of the run (default: the latest).")
+    parser.add_argument("--vocab_file", default=None,
+                        help="The WordPiece vocabulary (default: the one the run recorded).")
+    add_boolean_flag(parser, "do_lower_case", None,
+                     "Lower-case and strip accents (default: as recorded, else true).")
+    parser.add_argument("--max_seq_length", type=int, default=None,
+                        help="The sequence length of the text signatures (default: as "
+                             f"recorded, else {DEFAULT_SEQUENCE_LENGTH}); longer text is "
+                             "truncated.")
+    add_boolean_flag(parser, "text_signatures", True,
+                     "Include the signatures on raw text (they need the tensorflow-text "
+                     "ops to load).")
+    parser.add_argument("--pooling", choices=("pooler", "cls", "mean"), default=None,
+                        help="Encoders: what pooled_output is (default: pooler, or the "
+                             "sentence-transformers pooling).")
+    add_boolean_flag(parser, "normalize", None,
+                     "Encoders: L2-normalize pooled_output (default: as the "
+                     "sentence-transformers config says, else false).")
+    parser.add_argument("--top_k", type=int, default=5, help="Fill-mask: tokens per mask.")
+    parser.add_argument("--max_masks", type=int, default=8,
+                        help="Fill-mask: masks predicted per example.")
+    parser.add_argument("--max_answer_length", type=int, default=30,
+                        help="Span extraction: the longest answer, in tokens.")
+    return parser
+
+
+def _first(*values):
+    return next((value for value in values if value is not None), None)
+
+
+def _signature_options(model, flags, record):
+    from tfnlp.models import BertEncoder, BertPretrainingModel, BertSpanExtractor
+
+    options = {}
+    if isinstance(model, (BertEncoder, BertPretrainingModel)):
+        options["pooling"] = _first(flags.pooling, record.get("pooling"), "pooler")
+        options["normalize"] = bool(_first(flags.normalize, record.get("normalize"), False))
+    if isinstance(model, BertPretrainingModel):
+        options.update(top_k=flags.top_k, max_masks=flags.max_masks)
+    if isinstance(model, BertSpanExtractor):
+        options["max_answer_length"] = flags.max_answer_length
+    if record.get("labels"):
+        options["labels"] = record["labels"]
+    return options
+
+
+def run(flags):
+    """Exports as the flags say; returns the new version's directory."""
+    model, record = load_trained_model(flags.model_dir, flags.checkpoint)
+    vocab_file = _first(flags.vocab_file, record.get("vocab_file"))
+    if vocab_file is None and flags.text_signatures:
+        raise ValueError(
+            f"{flags.model_dir} records no vocabulary, and the text signatures need "
+            "one: give --vocab_file (the vocabulary the model was trained with), or "
+            "--notext_signatures to export the ids signatures only."
+        )
+    return export_trained_model(
+        model,
+        flags.export_dir,
+        vocab_file=vocab_file,
+        lower_case=bool(_first(flags.do_lower_case, record.get("lower_case"), True)),
+        sequence_length=_first(flags.max_seq_length, record.get("sequence_length"),
+                               DEFAULT_SEQUENCE_LENGTH),
+        text_signatures=flags.text_signatures,
+        **_signature_options(model, flags, record),
+    )
+
+
+def main(argv=None):
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    flags = export_parser().parse_args(argv)
+    path = run(flags)
+    print(path)
+    return path
+
+
+if __name__ == "__main__":
+    main()

@@ -70,10 +70,12 @@ Writes into `--model_dir`:
 - `train/` and `validation/`: TensorBoard logs (`keras.callbacks.TensorBoard`);
 - `eval_results.json`: the final metrics on `--eval_data` (or on the
   training data without it), also printed;
-- with `--export_dir`, a SavedModel whose `serving_default` signature
-  takes int32 `input_ids`, `input_mask` and `segment_ids` `[batch,
-  length]` and returns the float32 logits (`logits`, or `start_logits`
-  and `end_logits`), with `labels.json` beside it.
+- `serving.json`: the task, labels, vocabulary, lower-casing and
+  sequence length, which `python -m trainer.export` reads;
+- with `--export_dir`, the next version `EXPORT_DIR/<N>/` of a SavedModel
+  (`tfnlp.export`): `serving_default` on raw text (labels and
+  probabilities, per example or per token; the answer span) and an ids
+  signature (`classify_ids`, `extract_span_ids`).
 """
 
 import argparse
@@ -96,8 +98,8 @@ from tfnlp.models import (
     BertTokenClassifier,
 )
 from tfnlp.text.bert_tokenizer import BertTokenizer
-from trainer import distribution, finetune_data, optimization
-from trainer.checkpoints import Checkpoints
+from trainer import distribution, export, finetune_data, optimization
+from trainer.checkpoints import Checkpoints, find_checkpoint, is_huggingface_directory
 from trainer.distribution import STRATEGIES
 from tfnlp.command_line import add_boolean_flag
 from trainer.flags import MIXED_PRECISION
@@ -108,7 +110,6 @@ LOGGER = logging.getLogger("trainer.finetune")
 CONFIG_FILE = "config.json"
 LABELS_FILE = "labels.json"
 RESULTS_FILE = "eval_results.json"
-HUGGINGFACE_WEIGHTS = ("model.safetensors", "model.safetensors.index.json")
 # The fraction of the steps used for the warmup when --warmup_steps is not given.
 DEFAULT_WARMUP_FRACTION = 0.1
 
@@ -260,40 +261,6 @@ def _preset_or_file_config(name, overrides):
     )
 
 
-def is_huggingface_directory(path):
-    """Whether `path` is a directory with Hugging Face safetensors weights."""
-    return tf.io.gfile.isdir(path) and any(
-        tf.io.gfile.exists(os.path.join(path, name)) for name in HUGGINGFACE_WEIGHTS
-    )
-
-
-def find_checkpoint(path):
-    """The checkpoint prefix of `--init_checkpoint` (a directory or a prefix).
-
-    Raises:
-        FileNotFoundError: if `path` is neither a directory with a
-            checkpoint nor a checkpoint prefix.
-    """
-    if tf.io.gfile.isdir(path):
-        latest = tf.train.latest_checkpoint(path)
-        if latest is None:
-            raise FileNotFoundError(
-                f"--init_checkpoint={path!r} is a directory without a TensorFlow "
-                "checkpoint (no 'checkpoint' file naming a ckpt-N) and without Hugging "
-                "Face weights (model.safetensors). Pass a pretraining model_dir that "
-                "has saved a checkpoint, a checkpoint prefix such as DIR/ckpt-1000, "
-                "or a Hugging Face BERT directory."
-            )
-        return latest
-    if tf.io.gfile.exists(path + ".index"):
-        return path
-    raise FileNotFoundError(
-        f"--init_checkpoint={path!r} does not exist (no directory and no "
-        f"{path}.index). Pass a pretraining model_dir, a checkpoint prefix such as "
-        "DIR/ckpt-1000, or a Hugging Face BERT directory."
-    )
-
-
 def build_encoder(flags):
     """The encoder: restored from `--init_checkpoint`, or new from `--config`.
 
@@ -317,7 +284,7 @@ def build_encoder(flags):
         encoder = BertEncoder(dataclasses.replace(checkpoint.config, **overrides))
         huggingface.load_encoder_weights(encoder, checkpoint.encoder_tensors, path)
         return encoder, f"the Hugging Face checkpoint {path}"
-    prefix = find_checkpoint(path)
+    prefix = find_checkpoint(path, "--init_checkpoint")
     config_path = os.path.join(os.path.dirname(prefix), CONFIG_FILE)
     if not tf.io.gfile.exists(config_path):
         raise FileNotFoundError(
@@ -522,42 +489,20 @@ class EpochCheckpoint(keras.callbacks.Callback):
         self.checkpoints.save(current)
 
 
-class _ServingModule(tf.Module):
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    @tf.function(input_signature=[
-        tf.TensorSpec([None, None], tf.int32, name=name) for name in finetune_data.FEATURE_NAMES
-    ])
-    def serve(self, input_ids, input_mask, segment_ids):
-        outputs = self.model(
-            {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids},
-            training=False,
-        )
-        if isinstance(outputs, dict):
-            return {name: tf.cast(value, tf.float32) for name, value in outputs.items()}
-        return {"logits": tf.cast(outputs, tf.float32)}
-
-
-def export_model(model, export_dir, label_list):
-    """Writes `model` as a SavedModel with a `serving_default` signature on ids.
-
-    The signature takes int32 `input_ids`, `input_mask` and `segment_ids`
-    `[batch, length]` and returns float32 `logits` (`[batch, classes]` or
-    `[batch, length, classes]`), or `start_logits` and `end_logits`
-    `[batch, length]` for spans. `labels.json` (class id -> label) is written
-    beside the SavedModel's files.
-    """
-    module = _ServingModule(model)
-    tf.saved_model.save(module, export_dir, signatures={"serving_default": module.serve})
-    if label_list:
-        finetune_data.write_labels_file(label_list, os.path.join(export_dir, LABELS_FILE))
-    return export_dir
-
-
 # ---------------------------------------------------------------------------
 # The run
+
+
+def serving_record(flags, label_list):
+    """What `trainer.export` needs to rebuild and export this run's model."""
+    return {
+        "model": flags.task,
+        "labels": list(label_list),
+        "dropout": flags.dropout,
+        "vocab_file": os.path.abspath(flags.vocab_file),
+        "lower_case": flags.do_lower_case,
+        "sequence_length": flags.max_seq_length,
+    }
 
 
 def _steps(flags, train_examples):
@@ -656,6 +601,7 @@ def run(flags):
         step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
     if chief:
         config.to_json(os.path.join(flags.model_dir, CONFIG_FILE))
+        export.write_serving_record(flags.model_dir, serving_record(flags, data.label_list))
     LOGGER.info(
         "Fine-tuning %s (%s) from %s on %d replica(s): %d training examples, "
         "%d steps of %d (%d per epoch, %d warmup), %d evaluation examples.",
@@ -709,7 +655,12 @@ def run(flags):
             export_dir = flags.export_dir
             if not chief:
                 export_dir = os.path.join(flags.model_dir, ".worker_export", f"worker_{task_id}")
-            export_model(model, export_dir, data.label_list)
+            record = serving_record(flags, data.label_list)
+            export_dir = export.export_trained_model(
+                model, export_dir, vocab_file=record["vocab_file"],
+                lower_case=record["lower_case"], sequence_length=record["sequence_length"],
+                labels=record["labels"] or None,
+            )
             if chief:
                 LOGGER.info("Exported the fine-tuned model to %s.", export_dir)
     finally:

@@ -23,6 +23,11 @@ def pretraining_parser():
                       help="Comma-separated globs of the evaluation shards.")
     data.add_argument("--max_seq_length", type=int, default=128)
     data.add_argument("--max_predictions_per_seq", type=int, default=20)
+    data.add_argument("--vocab_file", default="",
+                      help="The vocabulary of the data; recorded for the export's text "
+                           "and fill-mask signatures (without it: ids signatures only).")
+    add_boolean_flag(data, "do_lower_case", True,
+                     "Whether the data was lower-cased (recorded for the export).")
     data.add_argument("--shuffle_buffer", type=int, default=10_000)
     data.add_argument("--seed", type=int, default=0,
                       help="Seeds the initial weights, dropout and the data order.")

@@ -19,7 +19,13 @@ with the custom loop of `trainer.training_loop` (see there why not
   example and, with `--profile_steps`, a profiler trace.
 - `train_log.jsonl`: one JSON line per step (`step`, `loss`, `mlm_loss`,
   `nsp_loss`, `learning_rate`, `gradient_norm`), and `eval_log.jsonl`.
-- `config.json`: the `BertConfig`.
+- `config.json`: the `BertConfig`; `serving.json`: what `python -m
+  trainer.export` needs besides the checkpoints (`--vocab_file`,
+  `--do_lower_case`, `--max_seq_length`).
+- with `--export_dir`, the next version `EXPORT_DIR/<N>/` of a SavedModel
+  (`tfnlp.export`): the encoder (`serving_default` on text, `encode_ids`)
+  and, given `--vocab_file`, fill-mask (`fill_mask`, `fill_mask_ids`).
+  Without `--vocab_file` only `encode_ids` (also as `serving_default`).
 
 Input sharding: the dataset is built per input pipeline (one per worker)
 from `InputContext`, with batches of `global_batch_size / replicas`. With at
@@ -44,7 +50,7 @@ from tfnlp.data import pretraining_dataset
 from tfnlp.models import BertConfig, BertEncoder
 from trainer import distribution, optimization, summaries
 from trainer.checkpoints import Checkpoints
-from trainer.export import export_encoder
+from trainer.export import export_trained_model, write_serving_record
 from trainer.flags import parse_flags
 from trainer.training_loop import PretrainingLoop, PretrainingMetrics, Throughput
 
@@ -172,6 +178,15 @@ def _hparams(flags, config, strategy):
     return values
 
 
+def serving_record(flags):
+    """What `trainer.export` needs besides the checkpoints."""
+    record = {"model": "pretraining", "sequence_length": flags.max_seq_length,
+              "lower_case": flags.do_lower_case}
+    if flags.vocab_file:
+        record["vocab_file"] = os.path.abspath(flags.vocab_file)
+    return record
+
+
 def run(flags):
     """Trains as the flags say; returns the final step's loss."""
     if flags.mixed_precision:
@@ -184,6 +199,7 @@ def run(flags):
     tf.io.gfile.makedirs(flags.model_dir)
     if chief:
         config.to_json(os.path.join(flags.model_dir, "config.json"))
+        write_serving_record(flags.model_dir, serving_record(flags))
     LOGGER.info(
         "Pretraining with %s on %d replica(s): %s", type(strategy).__name__,
         strategy.num_replicas_in_sync, config,
@@ -310,9 +326,12 @@ def run(flags):
             export_dir = flags.export_dir
             if not chief:
                 export_dir = os.path.join(flags.model_dir, ".worker_export", f"worker_{task_id}")
-            export_encoder(model.encoder, export_dir)
+            export_dir = export_trained_model(
+                model, export_dir, vocab_file=flags.vocab_file or None,
+                lower_case=flags.do_lower_case, sequence_length=flags.max_seq_length,
+            )
             if chief:
-                LOGGER.info("Exported the encoder to %s.", export_dir)
+                LOGGER.info("Exported the model to %s.", export_dir)
     finally:
         profiler.stop()
         writers.close()

@@ -19,7 +19,7 @@ from safetensors.numpy import save_file
 from tfnlp.models import BertConfig, BertEncoder, BertPretrainingModel
 from tfnlp.models.huggingface import encoder_tensors_from_encoder, huggingface_config_dict
 from tfnlp.text.bert_tokenizer import BertTokenizer
-from trainer import finetune, finetune_data
+from trainer import export, finetune, finetune_data
 
 FILLER = "the a movie film book was is really very quite plot story".split()
 WORDS = FILLER + ["good", "bad", "paris", "london", "where", "?", ".", "##s", "##ing"]
@@ -259,18 +259,25 @@ def test_classification_learns_a_separable_task(classification_run):
     assert not (model_dir / "backup").exists()  # BackupAndRestore cleans up
 
 
-def test_classification_export_serves_logits(root, classification_run):
+def test_classification_export_serves_labels_for_text(classification_run):
     _, export_dir, _ = classification_run
-    tokenizer = BertTokenizer(str(root / "vocab.txt"))
-    from tfnlp.text.packing import pack_inputs
+    assert sorted(os.listdir(export_dir)) == ["1"]
+    serving = tf.saved_model.load(str(export_dir / "1")).signatures["serving_default"]
+    outputs = serving(text=tf.constant(["the film was good", "the film was bad"]))
+    assert outputs["label"].numpy().tolist() == [b"is_good", b"is_bad"]
+    assert outputs["probabilities"].shape == (2, 2)
+    np.testing.assert_allclose(outputs["probabilities"].numpy().sum(-1), 1.0, rtol=1e-6)
 
-    features = pack_inputs([tokenizer.tokenize(["the film was good", "the film was bad"])],
-                           MAX_SEQ_LENGTH, tokenizer.cls_id, tokenizer.sep_id)
-    serving = tf.saved_model.load(str(export_dir)).signatures["serving_default"]
-    logits = serving(**features)["logits"].numpy()
-    assert logits.shape == (2, 2)
-    labels = json.loads((export_dir / "labels.json").read_text())
-    assert [labels[index] for index in logits.argmax(-1)] == ["is_good", "is_bad"]
+
+def test_export_rebuilds_the_classifier_from_its_model_dir(classification_run):
+    model_dir, export_dir, _ = classification_run
+    version = export.main([f"--model_dir={model_dir}", f"--export_dir={export_dir}"])
+    assert version == str(export_dir / "2")
+    first, second = (tf.saved_model.load(str(export_dir / name)).signatures["serving_default"]
+                     for name in ("1", "2"))
+    text = tf.constant(["the film was good", "bad bad film"])
+    np.testing.assert_allclose(second(text=text)["probabilities"].numpy(),
+                               first(text=text)["probabilities"].numpy(), atol=1e-6)
 
 
 def test_token_classification_from_pretraining_checkpoint(root, pretrained):

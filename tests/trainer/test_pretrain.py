@@ -74,8 +74,10 @@ def test_tensorboard_scalars_hparams_and_images(single_run):
 
 def test_exports_the_encoder(single_run):
     _, export_dir, _ = single_run
-    serving = tf.saved_model.load(export_dir).signatures["serving_default"]
-    outputs = serving(
+    # No --vocab_file: the encoder's ids signature only, as version 1.
+    loaded = tf.saved_model.load(os.path.join(export_dir, "1"))
+    assert sorted(loaded.signatures) == ["encode_ids", "serving_default"]
+    outputs = loaded.signatures["serving_default"](
         input_ids=tf.constant([[2, 7, 9, 3]], tf.int32),
         input_mask=tf.constant([[1, 1, 1, 1]], tf.int32),
         segment_ids=tf.constant([[0, 0, 0, 0]], tf.int32),

@@ -1,0 +1,83 @@
+"""`export_saved_model`: a trained BERT model to a versioned SavedModel."""
+
+import logging
+import os
+import uuid
+
+import tensorflow as tf
+
+from tfnlp.export.bert_signatures import signatures_for
+from tfnlp.export.versions import next_version, version_dir
+
+LOGGER = logging.getLogger(__name__)
+
+
+def export_saved_model(model, export_dir, preprocessor=None, text_signatures=True,
+                       **options):
+    """Writes `model` as the next version `EXPORT_DIR/<version>/` of a SavedModel.
+
+    The layout is TensorFlow Serving's: `saved_model.pb`, `variables/` and
+    `assets/` (the WordPiece vocabulary, a tracked asset) in a directory
+    named by the version number, one more than the newest already in
+    `export_dir` (1 for the first). The version is written under a
+    temporary name and renamed when complete, so a server watching
+    `export_dir` never loads half an export.
+
+    The signatures (see `tfnlp.export.bert_signatures` and `saved_model_cli
+    show --all --dir EXPORT_DIR/<version>`) take raw text, tokenized in the
+    graph by tensorflow-text ops, or token ids. Loading a SavedModel
+    registers every op it holds, so a text export needs the tensorflow-text
+    ops wherever it is loaded (`import tensorflow_text` in Python, a
+    TensorFlow Serving build with them); `text_signatures=False` writes
+    the ids signatures only, which load in any TensorFlow or TensorFlow
+    Serving.
+
+    Args:
+        model: a trained `BertEncoder`, `BertPretrainingModel` (encoder and
+            fill-mask signatures), `BertClassifier` or `BertTokenClassifier`.
+        export_dir: the base directory (local or any `tf.io.gfile` path).
+        preprocessor: a `tfnlp.export.BertTextPreprocessor` (tokenizer and
+            sequence length); required for text signatures and fill-mask.
+        text_signatures: include the signatures on raw text.
+        **options: passed to the signatures: `labels` (classifiers),
+            `pooling` and `normalize` (encoders), `top_k` and `max_masks`
+            (fill-mask).
+
+    Returns:
+        The directory of the new version.
+
+    Example:
+
+    >>> import tempfile
+    >>> from tfnlp.models import BertConfig, BertEncoder
+    >>> encoder = BertEncoder(BertConfig.preset("tiny", vocab_size=100, num_layers=1))
+    >>> export_dir = tempfile.mkdtemp()
+    >>> os.path.basename(export_saved_model(encoder, export_dir))
+    '1'
+    >>> os.path.basename(export_saved_model(encoder, export_dir))
+    '2'
+    """
+    module = signatures_for(model, preprocessor, **options)
+    signatures = module.signatures(text_signatures)
+    root = tf.Module()
+    if text_signatures and preprocessor is not None:
+        root.signatures_module = module
+    else:
+        # Only what the ids signatures use: tracking the tokenizer would put
+        # tensorflow-text ops into the SavedModel.
+        root.model = model
+        if preprocessor is not None:
+            root.vocabulary = tf.saved_model.Asset(preprocessor.tokenizer.vocab_file)
+    version = next_version(export_dir)
+    final_dir = version_dir(export_dir, version)
+    temporary_dir = os.path.join(export_dir, f".tmp-{version}-{uuid.uuid4().hex}")
+    tf.io.gfile.makedirs(export_dir)
+    try:
+        tf.saved_model.save(root, temporary_dir, signatures=signatures)
+        tf.io.gfile.rename(temporary_dir, final_dir)
+    finally:
+        if tf.io.gfile.exists(temporary_dir):
+            tf.io.gfile.rmtree(temporary_dir)
+    LOGGER.info("Exported %s as version %d: %s (signatures %s).", type(model).__name__,
+                version, final_dir, ", ".join(sorted(signatures)))
+    return final_dir
