@@ -1,0 +1,108 @@
+import threading
+
+import numpy as np
+import pytest
+
+from tfnlp.serve.batching import Batcher
+
+
+class CountingFunction:
+    """Doubles `x`; counts its calls and the rows of each; fails on negative
+    values like a model's assertion would."""
+
+    def __init__(self, output_rows=None):
+        self.batch_sizes = []
+        self._lock = threading.Lock()
+        self._output_rows = output_rows
+
+    def __call__(self, inputs):
+        with self._lock:
+            self.batch_sizes.append(len(inputs["x"]))
+        if (inputs["x"] < 0).any():
+            raise ValueError("x must be non-negative")
+        outputs = {"y": inputs["x"] * 2}
+        if self._output_rows == "scalar":
+            outputs["total"] = inputs["x"].sum()
+        return outputs
+
+
+def run_concurrently(batcher, function, values):
+    """Runs one single-row request per value from its own thread; returns
+    each request's outputs or exception, in order."""
+    results = [None] * len(values)
+    start = threading.Barrier(len(values))
+
+    def send(index):
+        start.wait()
+        try:
+            results[index] = batcher.run("double", function, {"x": np.array([[values[index]]])})
+        except Exception as error:
+            results[index] = error
+
+    threads = [threading.Thread(target=send, args=(index,)) for index in range(len(values))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    return results
+
+
+def test_concurrent_requests_are_merged_and_split_back():
+    function = CountingFunction()
+    batcher = Batcher(max_batch_size=16, batch_timeout_micros=200_000)
+    results = run_concurrently(batcher, function, list(range(16)))
+    assert [result["y"].tolist() for result in results] == [[[2 * value]] for value in range(16)]
+    assert len(function.batch_sizes) < 16
+    assert max(function.batch_sizes) > 1
+    assert sum(function.batch_sizes) == 16
+
+
+def test_batches_hold_at_most_max_batch_size_rows():
+    function = CountingFunction()
+    batcher = Batcher(max_batch_size=4, batch_timeout_micros=200_000)
+    results = run_concurrently(batcher, function, list(range(12)))
+    assert [result["y"].item() for result in results] == [2 * value for value in range(12)]
+    assert max(function.batch_sizes) <= 4
+
+
+def test_an_error_in_a_merged_batch_fails_only_its_request():
+    function = CountingFunction()
+    batcher = Batcher(max_batch_size=16, batch_timeout_micros=200_000)
+    results = run_concurrently(batcher, function, [1, 2, -3, 4])
+    assert isinstance(results[2], ValueError)
+    assert [results[index]["y"].item() for index in (0, 1, 3)] == [2, 4, 8]
+
+
+def test_outputs_not_by_rows_fall_back_to_one_call_per_request():
+    function = CountingFunction(output_rows="scalar")
+    batcher = Batcher(max_batch_size=16, batch_timeout_micros=200_000)
+    results = run_concurrently(batcher, function, [1, 2, 3])
+    assert [result["total"].item() for result in results] == [1, 2, 3]
+    assert function.batch_sizes.count(1) == 3
+
+
+def test_requests_of_different_shapes_are_not_merged():
+    function = CountingFunction()
+    batcher = Batcher(max_batch_size=16, batch_timeout_micros=100_000)
+    widths = [1, 2]
+    results = [None, None]
+
+    def send(index):
+        results[index] = batcher.run("double", function, {"x": np.ones((1, widths[index]))})
+
+    threads = [threading.Thread(target=send, args=(index,)) for index in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert [result["y"].shape for result in results] == [(1, 1), (1, 2)]
+    assert function.batch_sizes == [1, 1]
+
+
+def test_large_requests_run_alone_and_errors_reach_the_caller():
+    function = CountingFunction()
+    batcher = Batcher(max_batch_size=2, batch_timeout_micros=0)
+    assert batcher.run("double", function, {"x": np.arange(3)})["y"].tolist() == [0, 2, 4]
+    assert function.batch_sizes == [3]
+    with pytest.raises(ValueError, match="non-negative"):
+        batcher.run("double", function, {"x": np.array([-1])})

@@ -1,0 +1,228 @@
+"""The REST API over HTTP, against the toy model (tests/serve/toy_models.py)."""
+
+import http.client
+import json
+import logging
+import re
+import threading
+import time
+
+import pytest
+
+from tests.serve.client import call
+from tests.serve.toy_models import LENGTH_OFFSET
+from tfnlp.serve.http_server import start_server
+from tfnlp.serve.load_test import run_load_test
+
+PREDICT = "/v1/models/toy:predict"
+
+
+def assert_still_serving(server):
+    assert call(server, "POST", PREDICT, {"instances": ["ok"]}) == (
+        200, {"predictions": [{"first_byte": "o", "length": 2 + LENGTH_OFFSET,
+                               "text_bytes": {"b64": "b2s="}, "upper": "OK"}]})
+
+
+def test_model_status(server):
+    status, body = call(server, "GET", "/v1/models/toy")
+    assert status == 200
+    assert [entry["version"] for entry in body["model_version_status"]] == ["2", "1"]
+    status, body = call(server, "GET", "/v1/models/toy/versions/1")
+    assert status == 200
+    assert body == {"model_version_status": [{
+        "version": "1", "state": "AVAILABLE",
+        "status": {"error_code": "OK", "error_message": ""}}]}
+
+
+def test_metadata_of_the_newest_and_of_a_version(server):
+    status, body = call(server, "GET", "/v1/models/toy/metadata")
+    assert status == 200
+    assert body["model_spec"] == {"name": "toy", "signature_name": "", "version": "2"}
+    signatures = body["metadata"]["signature_def"]["signature_def"]
+    assert signatures["serving_default"]["inputs"]["text"]["dtype"] == "DT_STRING"
+    assert sorted(signatures["serving_default"]["outputs"]) == [
+        "first_byte", "length", "text_bytes", "upper"]
+    status, body = call(server, "GET", "/v1/models/toy/versions/1/metadata")
+    assert (status, body["model_spec"]["version"]) == (200, "1")
+
+
+def test_row_format_predict(server):
+    status, body = call(server, "POST", PREDICT, {"instances": ["ab", "é!"]})
+    assert status == 200
+    assert body == {"predictions": [
+        {"first_byte": "a", "length": 2 + LENGTH_OFFSET, "text_bytes": {"b64": "YWI="},
+         "upper": "AB"},
+        # The first byte of "é" alone is not valid UTF-8, so it is base64.
+        {"first_byte": {"b64": "ww=="}, "length": 3 + LENGTH_OFFSET,
+         "text_bytes": {"b64": "w6kh"}, "upper": "é!"},
+    ]}
+
+
+def test_row_format_with_named_inputs_and_a_specific_version(server):
+    status, body = call(server, "POST", "/v1/models/toy/versions/1:predict", {
+        "signature_name": "weighted_sum",
+        "instances": [{"ids": [1, 2, 3], "scale": 0.5}, {"ids": [4, 5, 6], "scale": 2}],
+    })
+    assert status == 200
+    assert body == {"predictions": [{"count": 3, "sum": 3.0}, {"count": 3, "sum": 30.0}]}
+
+
+def test_columnar_format_predict(server):
+    status, body = call(server, "POST", "/v1/models/toy/versions/1:predict", {
+        "signature_name": "length", "inputs": ["abc", {"b64": "AAE="}]})
+    assert (status, body) == (200, {"outputs": [3, 2]})
+    status, body = call(server, "POST", PREDICT, {
+        "signature_name": "weighted_sum", "inputs": {"ids": [[1, 2]], "scale": [0.1]}})
+    assert (status, body) == (200, {"outputs": {"count": [2], "sum": [0.3]}})
+    status, body = call(server, "POST", PREDICT, {
+        "signature_name": "total_length", "inputs": ["ab", "c"]})
+    assert (status, body) == (200, {"outputs": 3 + 2 * LENGTH_OFFSET})
+
+
+def test_versions_answer_differently(server):
+    request = {"signature_name": "length", "instances": ["abcd"]}
+    assert call(server, "POST", "/v1/models/toy/versions/1:predict", request) == (
+        200, {"predictions": [4]})
+    assert call(server, "POST", "/v1/models/toy/versions/2:predict", request) == (
+        200, {"predictions": [4 + LENGTH_OFFSET]})
+
+
+@pytest.mark.parametrize("body, message", [
+    ("{not json", r"not valid JSON"),
+    ('["a list"]', r"JSON list, not an object"),
+    ({"signature_name": "length"}, r"exactly one of \"instances\".*neither"),
+    ({"instances": ["a"], "inputs": ["a"]}, r"exactly one of \"instances\".*both"),
+    ({"signature_name": "classify", "instances": ["a"]},
+     r"Signature 'classify' not found.*'length', 'serving_default', 'total_length', 'weighted_sum'"),
+    ({"instances": [{"txt": "a"}]}, r"unknown input\(s\) \['txt'\] and missing input\(s\) \['text'\]"),
+    ({"signature_name": "weighted_sum", "instances": [{"ids": [1]}]},
+     r"missing input\(s\) \['scale'\].*'ids', 'scale'"),
+    ({"instances": [42]}, r"'text' has a number \(42\) where text"),
+    ({"signature_name": "weighted_sum", "instances": [{"ids": ["1"], "scale": 1}]},
+     r"'ids' has a string \(\"1\"\) where an integer"),
+    ({"signature_name": "weighted_sum", "instances": [
+        {"ids": [1, 2], "scale": 1}, {"ids": [1], "scale": 1}]}, r"'ids' is ragged"),
+    ({"instances": []}, r"empty batch"),
+    ({"inputs": []}, r"'text' is an empty batch"),
+    ({"instances": ["x" * 1001]}, r"Over-long text.*1001 bytes.*--max_string_bytes=1000"),
+    ({"signature_name": "weighted_sum", "instances": [{"ids": [-1], "scale": 1}]},
+     r"InvalidArgumentError.*ids must be non-negative"),
+    ({"signature_name": "total_length", "instances": ["a"]},
+     r"Output 'total'.*not one row per instance.*columnar format"),
+])
+def test_bad_requests_get_400_and_the_server_keeps_serving(server, body, message):
+    status, response = call(server, "POST", PREDICT, body)
+    assert status == 400
+    assert re.search(message, response["error"], re.DOTALL), response["error"]
+    assert_still_serving(server)
+
+
+@pytest.mark.parametrize("method, path, expected_status, message", [
+    ("GET", "/v1/models/other", 404, r"'other' is not served.*'toy'"),
+    ("POST", "/v1/models/other:predict", 404, r"'other' is not served"),
+    ("GET", "/v1/models/toy/versions/9/metadata", 404, r"Version 9 .*\[1, 2\]"),
+    ("POST", "/v1/models/toy/versions/9:predict", 404, r"Version 9"),
+    ("GET", "/v2/models/toy", 404, r"Unknown path '/v2/models/toy'.*:predict"),
+    ("GET", "/v1/models/toy:classify", 404, r"Unknown path"),
+    ("GET", PREDICT, 405, r"GET is not allowed.*use POST"),
+    ("POST", "/v1/models/toy/metadata", 405, r"POST is not allowed.*use GET"),
+    ("DELETE", "/v1/models/toy", 405, r"DELETE is not allowed"),
+])
+def test_unknown_targets_get_404_and_wrong_methods_405(
+        server, method, path, expected_status, message):
+    body = {"instances": ["a"]} if method == "POST" else None
+    status, response = call(server, method, path, body)
+    assert status == expected_status
+    assert re.search(message, response["error"], re.DOTALL), response["error"]
+    assert_still_serving(server)
+
+
+def test_oversized_body_gets_413_without_being_read(server):
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    # Only the headers are sent: the server must answer without waiting for
+    # the 200 kB it was announced.
+    connection.putrequest("POST", PREDICT)
+    connection.putheader("Content-Length", "200000")
+    connection.endheaders()
+    response = connection.getresponse()
+    assert response.status == 413
+    assert "--max_body_bytes=100000" in json.loads(response.read())["error"]
+    assert response.getheader("Connection") == "close"
+    connection.close()
+    assert_still_serving(server)
+
+
+def test_missing_content_length_gets_411(server):
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    connection.putrequest("POST", PREDICT)
+    connection.endheaders()
+    response = connection.getresponse()
+    assert response.status == 411
+    assert "Content-Length" in json.loads(response.read())["error"]
+    connection.close()
+
+
+def test_unexpected_errors_get_500_and_the_server_keeps_serving(server, monkeypatch):
+    def broken_status(model_name, version=None):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(server.model_store, "status", broken_status)
+    status, body = call(server, "GET", "/v1/models/toy")
+    assert status == 500
+    assert "RuntimeError: disk on fire" in body["error"]
+    monkeypatch.undo()
+    assert call(server, "GET", "/v1/models/toy")[0] == 200
+    assert_still_serving(server)
+
+
+def test_one_log_line_per_request(server, caplog):
+    def logged_lines():
+        return [record.getMessage() for record in caplog.records if record.name == "tfnlp.serve"]
+
+    with caplog.at_level(logging.INFO, logger="tfnlp.serve"):
+        call(server, "GET", "/v1/models/toy/versions/1")
+        call(server, "POST", "/nowhere", {})
+        # The line is written after the answer is sent: give it a moment.
+        deadline = time.monotonic() + 5
+        while len(logged_lines()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.1)
+    lines = logged_lines()
+    assert len(lines) == 2, lines
+    assert re.fullmatch(r"GET /v1/models/toy/versions/1 200 \d+\.\d ms", lines[0])
+    assert re.fullmatch(r"POST /nowhere 404 \d+\.\d ms", lines[1])
+
+
+def test_concurrent_predictions_are_merged_into_fewer_calls(model_store):
+    # A long batch timeout, so that the 16 requests surely meet.
+    server = start_server(model_store, batch_timeout_micros=300_000)
+    calls = model_store.get("toy", 1).loaded.calls
+    calls_before = int(calls.numpy())
+    texts = ["x" * length for length in range(1, 17)]
+    results = [None] * len(texts)
+
+    def predict(index):
+        results[index] = call(server, "POST", "/v1/models/toy/versions/1:predict",
+                              {"instances": [texts[index]]})
+
+    try:
+        threads = [threading.Thread(target=predict, args=(index,)) for index in range(16)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+    finally:
+        server.shutdown()
+    assert [(status, body["predictions"][0]["upper"], body["predictions"][0]["length"])
+            for status, body in results] == [(200, text.upper(), len(text)) for text in texts]
+    assert int(calls.numpy()) - calls_before < 16
+
+
+def test_load_test_of_2000_requests(server):
+    result = run_load_test(f"{server.url}{PREDICT}", body='{"instances": ["some text"]}',
+                           requests=2000, concurrency=16, timeout_seconds=120)
+    print(f"\nload test: {json.dumps(result)}")
+    assert result["requests"] == 2000 and not result["timed_out"]
+    assert result["errors"] == 0, result["first_error"]
+    assert 0 < result["p50_ms"] <= result["p99_ms"]
+    assert result["requests_per_second"] > 0

@@ -1,0 +1,97 @@
+"""`python -m tfnlp.serve --model_dir=EXPORT_DIR`: serves every version of a
+model over TensorFlow Serving's REST API until interrupted.
+
+Example:
+
+    python -m tfnlp.serve --model_dir=exports/classifier --port=8501
+    curl -d '{"instances": ["a fine film"]}' \\
+        http://127.0.0.1:8501/v1/models/classifier:predict
+"""
+
+import argparse
+import logging
+import signal
+import sys
+
+from tfnlp.serve.http_server import ModelServer, logger
+from tfnlp.serve.model_store import ModelLoadError, ModelStore
+
+
+def parse_flags(argv=None):
+    """Parses the command line (`sys.argv[1:]` by default)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m tfnlp.serve",
+        description="Serves every version of a SavedModel export directory "
+                    "over TensorFlow Serving's REST API.",
+    )
+    parser.add_argument("--model_dir", required=True,
+                        help="Export directory holding <version>/saved_model.pb.")
+    parser.add_argument("--model_name", default=None,
+                        help="Name in the request paths; default: basename of --model_dir.")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="Address to listen on; 0.0.0.0 for every interface.")
+    parser.add_argument("--port", type=int, default=8501,
+                        help="Port to listen on; 0 picks a free port.")
+    parser.add_argument("--max_batch_size", type=int, default=16,
+                        help="Most rows in one merged predict call (1: no merging).")
+    parser.add_argument("--batch_timeout_micros", type=int, default=2000,
+                        help="Longest a request waits for others to join its batch.")
+    parser.add_argument("--max_body_bytes", type=int, default=10 * 2**20,
+                        help="Largest request body accepted; larger ones get 413.")
+    parser.add_argument("--max_string_bytes", type=int, default=2**16,
+                        help="Longest string input accepted, in bytes.")
+    flags = parser.parse_args(argv)
+    for name in ("max_batch_size", "max_body_bytes", "max_string_bytes"):
+        if getattr(flags, name) < 1:
+            parser.error(f"--{name} must be at least 1, not {getattr(flags, name)}.")
+    if flags.batch_timeout_micros < 0:
+        parser.error(f"--batch_timeout_micros must be 0 or more, not {flags.batch_timeout_micros}.")
+    return flags
+
+
+def _interrupt(signal_number, frame):
+    raise KeyboardInterrupt
+
+
+def main(argv=None):
+    """Loads the model, then serves until interrupted (Ctrl-C or SIGTERM).
+
+    Raises:
+        SystemExit: with a message saying what to fix, when the model cannot
+            be loaded or the port cannot be bound.
+    """
+    flags = parse_flags(argv)
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        model_store = ModelStore(flags.model_dir, flags.model_name)
+    except ModelLoadError as error:
+        raise SystemExit(f"tfnlp.serve: {error}") from None
+    try:
+        server = ModelServer(
+            model_store, host=flags.host, port=flags.port,
+            max_batch_size=flags.max_batch_size,
+            batch_timeout_micros=flags.batch_timeout_micros,
+            max_body_bytes=flags.max_body_bytes,
+            max_string_bytes=flags.max_string_bytes,
+        )
+    except OSError as error:
+        raise SystemExit(
+            f"tfnlp.serve: cannot listen on {flags.host}:{flags.port} ({error}). "
+            "Pick another --port (0 picks a free one) or --host."
+        ) from None
+    logger.info("Serving model %s versions %s at %s",
+                model_store.name, model_store.versions, server.url)
+    signal.signal(signal.SIGTERM, _interrupt)  # Stop cleanly, as on Ctrl-C.
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        logger.info("Interrupted; stopping.")
+    finally:
+        server.server_close()
+
+
+if __name__ == "__main__":
+    main()

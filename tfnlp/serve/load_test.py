@@ -1,0 +1,144 @@
+"""A bounded HTTP load generator: N requests from C concurrent connections.
+
+Usable from tests and benchmarks (`run_load_test`) and from the shell:
+
+    python -m tfnlp.serve.load_test --url=http://127.0.0.1:8501/v1/models/m:predict \\
+        --requests=2000 --concurrency=16 --body='{"instances": ["some text"]}'
+
+prints one JSON line: {"requests": ..., "errors": ..., "p50_ms": ...,
+"p99_ms": ..., "requests_per_second": ..., "timed_out": ...,
+"first_error": ...}. Each
+connection is a keep-alive `http.client` connection in its own thread; a
+request counts as an error unless it is answered 200. The run stops after
+`requests` requests or `timeout_seconds`, whichever comes first.
+"""
+
+import argparse
+import http.client
+import json
+import math
+import threading
+import time
+import urllib.parse
+
+
+class _Results:
+    """Latencies and errors, shared by the client threads."""
+
+    def __init__(self, requests):
+        self._lock = threading.Lock()
+        self._next_index = 0
+        self._requests = requests
+        self.latencies_ms = []
+        self.errors = 0
+        self.first_error = None
+
+    def take_request(self):
+        """Whether another request is left to send."""
+        with self._lock:
+            self._next_index += 1
+            return self._next_index <= self._requests
+
+    def record(self, latency_ms, error=None):
+        """Records one request; `error` describes its failure, if any."""
+        with self._lock:
+            self.latencies_ms.append(latency_ms)
+            if error is not None:
+                self.errors += 1
+                self.first_error = self.first_error or error
+
+
+def _percentile(sorted_values, fraction):
+    """The nearest-rank percentile of ascending values (0 when empty)."""
+    if not sorted_values:
+        return 0.0
+    return sorted_values[max(0, math.ceil(fraction * len(sorted_values)) - 1)]
+
+
+def run_load_test(url, body=None, requests=2000, concurrency=16, timeout_seconds=300.0):
+    """Sends `requests` requests to `url` over `concurrency` connections.
+
+    Args:
+        url: the URL, e.g. "http://127.0.0.1:8501/v1/models/m:predict".
+        body: the JSON body (str or bytes) to POST; None sends GETs.
+        requests: how many requests to send in all.
+        concurrency: how many connections send at the same time.
+        timeout_seconds: when to stop sending, even if requests are left.
+
+    Returns:
+        A dict with `requests` (answered or failed), `errors` (not 200),
+        `p50_ms`, `p99_ms`, `requests_per_second`, `timed_out` and
+        `first_error` (what went wrong with the first failed request, or
+        None).
+    """
+    parts = urllib.parse.urlsplit(url)
+    target = parts.path + (f"?{parts.query}" if parts.query else "")
+    method = "GET" if body is None else "POST"
+    payload = body.encode("utf-8") if isinstance(body, str) else body
+    headers = {} if body is None else {"Content-Type": "application/json"}
+    results = _Results(requests)
+    deadline = time.monotonic() + timeout_seconds
+
+    def send_requests():
+        connection = None
+        while time.monotonic() < deadline and results.take_request():
+            started = time.perf_counter()
+            try:
+                if connection is None:
+                    connection = http.client.HTTPConnection(
+                        parts.hostname, parts.port or 80,
+                        timeout=max(deadline - time.monotonic(), 0.1))
+                connection.request(method, target, body=payload, headers=headers)
+                response = connection.getresponse()
+                answer = response.read()
+                error = None if response.status == 200 else (
+                    f"HTTP {response.status}: {answer[:200].decode('utf-8', 'replace')}")
+                if response.will_close:
+                    connection.close()
+                    connection = None
+            except (OSError, http.client.HTTPException) as exception:
+                error = f"{type(exception).__name__}: {exception}"
+                if connection is not None:
+                    connection.close()
+                connection = None
+            results.record((time.perf_counter() - started) * 1000, error)
+        if connection is not None:
+            connection.close()
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=send_requests, daemon=True) for _ in range(concurrency)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(max(deadline - time.monotonic(), 0) + 1)
+    elapsed = time.perf_counter() - started
+    latencies = sorted(results.latencies_ms)
+    return {
+        "requests": len(latencies),
+        "errors": results.errors,
+        "p50_ms": round(_percentile(latencies, 0.50), 2),
+        "p99_ms": round(_percentile(latencies, 0.99), 2),
+        "requests_per_second": round(len(latencies) / elapsed, 1),
+        "timed_out": len(latencies) < requests,
+        "first_error": results.first_error,
+    }
+
+
+def main(argv=None):
+    """Runs a load test from the command line and prints its JSON line."""
+    parser = argparse.ArgumentParser(prog="python -m tfnlp.serve.load_test",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--url", required=True, help="URL to send the requests to.")
+    parser.add_argument("--requests", type=int, default=2000, help="Requests in all.")
+    parser.add_argument("--concurrency", type=int, default=16,
+                        help="Connections sending at the same time.")
+    parser.add_argument("--body", default=None, help="JSON body to POST; none sends GETs.")
+    parser.add_argument("--timeout_seconds", type=float, default=300.0,
+                        help="Stop after this long even if requests are left.")
+    flags = parser.parse_args(argv)
+    print(json.dumps(run_load_test(flags.url, flags.body, flags.requests,
+                                   flags.concurrency, flags.timeout_seconds)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,400 @@
+"""TensorFlow Serving's REST predict format, to numpy arrays and back.
+
+A predict request is a JSON object with an optional `"signature_name"`
+(default `"serving_default"`) and the inputs in one of two formats:
+
+- row format, `{"instances": [...]}`: one entry per example; a value when
+  the signature has a single input (`["some text", "more text"]`), else an
+  object with every input (`[{"ids": [1, 2], "scale": 0.5}, ...]`). The
+  response is `{"predictions": [...]}`, one entry per example: the value of
+  the single output, else an object of every output.
+- columnar format, `{"inputs": ...}`: the whole batch of a single input, or
+  an object of every input (`{"ids": [[1, 2]], "scale": [0.5]}`). The
+  response is `{"outputs": ...}`: the single output's value, else an object
+  of every output.
+
+Strings are UTF-8 text; binary values are written `{"b64": "<base64>"}`,
+which string inputs accept and which string outputs use when their name ends
+in `_bytes` or their bytes are not valid UTF-8. JSON numbers are converted to
+the signature's dtype, and values of the wrong type are rejected.
+
+Text longer than the model's sequence length is not an error: the exported
+text signatures tokenize in the graph and truncate to their sequence length.
+Only text over the server's `--max_string_bytes` is rejected.
+
+Every problem with a request raises `RequestError`, whose message says what
+was wrong, what was expected and what to do; the server answers it with the
+HTTP status and `{"error": message}`.
+"""
+
+import base64
+import binascii
+import dataclasses
+import json
+
+import numpy as np
+
+DEFAULT_SIGNATURE = "serving_default"
+
+
+class RequestError(Exception):
+    """A request the server cannot answer, with the HTTP status to send.
+
+    Args:
+        message: what was wrong, what was expected and what to do.
+        status: the HTTP status code, 400 unless told otherwise.
+        headers: extra HTTP headers of the answer, e.g. `{"Allow": "POST"}`.
+    """
+
+    def __init__(self, message, status=400, headers=None):
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.headers = headers or {}
+
+
+@dataclasses.dataclass
+class PredictRequest:
+    """A validated predict request.
+
+    Args:
+        signature: the `Signature` to run.
+        inputs: a dict from every input key to a numpy array of its dtype.
+        row_format: whether the request used `"instances"` (and the
+            response uses `"predictions"`) rather than `"inputs"`.
+        batch_size: the number of instances, for the row format.
+    """
+
+    signature: object
+    inputs: dict
+    row_format: bool
+    batch_size: int | None
+
+
+def error_body(message):
+    """The JSON body of an error response."""
+    return {"error": message}
+
+
+def parse_json_object(body):
+    """The JSON object in a request body.
+
+    Raises:
+        RequestError: the body is not UTF-8 JSON, or not a JSON object.
+    """
+    try:
+        request = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise RequestError(
+            f"The request body is not valid JSON ({error}). Send a UTF-8 JSON "
+            'object such as {"instances": ["some text"]}.'
+        ) from None
+    if not isinstance(request, dict):
+        raise RequestError(
+            f"The request body is a JSON {_json_type(request)}, not an object. "
+            'Send {"instances": [...]} or {"inputs": ...}.'
+        )
+    return request
+
+
+def parse_predict_request(request, signatures, max_string_bytes):
+    """Validates a predict request and converts its inputs to numpy arrays.
+
+    Args:
+        request: the request's JSON object.
+        signatures: a dict from signature name to `Signature` of the model
+            version the request is for.
+        max_string_bytes: the longest string input accepted, in bytes.
+
+    Returns:
+        A `PredictRequest`.
+
+    Raises:
+        RequestError: the request does not fit the signature.
+    """
+    signature = _select_signature(request, signatures)
+    if ("instances" in request) == ("inputs" in request):
+        raise RequestError(
+            "A predict request needs exactly one of \"instances\" (row format) "
+            f"and \"inputs\" (columnar format); this one has "
+            f"{'both' if 'instances' in request else 'neither'}. Send e.g. "
+            f"{{\"instances\": [...]}} with the inputs {_input_names(signature)}."
+        )
+    if "instances" in request:
+        columns, batch_size = _columns_from_instances(request["instances"], signature)
+    else:
+        columns, batch_size = _columns_from_inputs(request["inputs"], signature), None
+    inputs = {key: _to_array(value, signature.inputs[key], signature.name, max_string_bytes)
+              for key, value in columns.items()}
+    for key, array in inputs.items():
+        if array.ndim and array.shape[0] == 0:
+            raise RequestError(
+                f"Input {key!r} is an empty batch. Send at least one example."
+            )
+    return PredictRequest(signature, inputs, batch_size is not None, batch_size)
+
+
+def format_predict_response(outputs, request):
+    """The JSON response to a predict request.
+
+    Args:
+        outputs: a dict from every output key to a numpy array.
+        request: the `PredictRequest` that produced them.
+
+    Returns:
+        `{"predictions": [...]}` for the row format, `{"outputs": ...}` for
+        the columnar format.
+
+    Raises:
+        RequestError: the row format was asked of a signature with an output
+            that is not one row per instance.
+    """
+    values = {key: _to_json(outputs[key], key) for key in sorted(outputs)}
+    if not request.row_format:
+        return {"outputs": _single_or_all(values)}
+    for key, array in outputs.items():
+        if array.ndim == 0 or array.shape[0] != request.batch_size:
+            raise RequestError(
+                f"Output {key!r} of signature {request.signature.name!r} has shape "
+                f"{list(array.shape)}, not one row per instance ({request.batch_size}), "
+                "so it cannot be returned in the row format. Send the request in "
+                'the columnar format, {"inputs": ...}, to get {"outputs": ...}.'
+            )
+    rows = [{key: value[row] for key, value in values.items()}
+            for row in range(request.batch_size)]
+    return {"predictions": [_single_or_all(row) for row in rows]}
+
+
+def _select_signature(request, signatures):
+    name = request.get("signature_name", DEFAULT_SIGNATURE)
+    if not isinstance(name, str) or name not in signatures:
+        raise RequestError(
+            f"Signature {name!r} not found; this model version has the "
+            f"signatures {sorted(signatures)}. Set \"signature_name\" to one of "
+            f"them (leaving it out means {DEFAULT_SIGNATURE!r})."
+        )
+    return signatures[name]
+
+
+def _input_names(signature):
+    return ", ".join(repr(key) for key in signature.inputs)
+
+
+def _is_b64(value):
+    return isinstance(value, dict) and list(value) == ["b64"]
+
+
+def _is_named_inputs(value):
+    return isinstance(value, dict) and not _is_b64(value)
+
+
+def _check_input_names(names, signature, where):
+    expected = set(signature.inputs)
+    unknown, missing = sorted(set(names) - expected), sorted(expected - set(names))
+    if unknown or missing:
+        problems = []
+        if unknown:
+            problems.append(f"unknown input(s) {unknown}")
+        if missing:
+            problems.append(f"missing input(s) {missing}")
+        raise RequestError(
+            f"{where} has {' and '.join(problems)}. Signature {signature.name!r} "
+            f"expects exactly the inputs {_input_names(signature)}."
+        )
+
+
+def _columns_from_instances(instances, signature):
+    """The row format's instances as one list of values per input."""
+    if not isinstance(instances, list):
+        raise RequestError(
+            f"\"instances\" is a JSON {_json_type(instances)}; expected a list "
+            "with one entry per example."
+        )
+    if not instances:
+        raise RequestError(
+            "\"instances\" is an empty list (an empty batch). Send at least one "
+            "instance."
+        )
+    named = [_is_named_inputs(instance) for instance in instances]
+    if any(named) and not all(named):
+        raise RequestError(
+            "\"instances\" mixes objects and plain values. Use objects with "
+            f"the inputs {_input_names(signature)} for every instance, or plain "
+            "values for every instance when the signature has a single input."
+        )
+    if all(named):
+        for index, instance in enumerate(instances):
+            _check_input_names(instance, signature, f"Instance {index}")
+        columns = {key: [instance[key] for instance in instances] for key in signature.inputs}
+    elif len(signature.inputs) == 1:
+        columns = {next(iter(signature.inputs)): instances}
+    else:
+        raise RequestError(
+            f"Signature {signature.name!r} has the inputs {_input_names(signature)}, "
+            "so each instance must be an object with all of them, e.g. "
+            f"{{{', '.join(f'{key!r}: ...' for key in signature.inputs)}}}."
+        )
+    return columns, len(instances)
+
+
+def _columns_from_inputs(inputs, signature):
+    """The columnar format's inputs as one value per input."""
+    if _is_named_inputs(inputs):
+        _check_input_names(inputs, signature, '"inputs"')
+        return dict(inputs)
+    if len(signature.inputs) != 1:
+        raise RequestError(
+            f"Signature {signature.name!r} has the inputs {_input_names(signature)}, "
+            'so "inputs" must be an object with all of them.'
+        )
+    return {next(iter(signature.inputs)): inputs}
+
+
+def _json_type(value):
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "list"
+    return "null" if value is None else "object"
+
+
+def _flatten(value, leaves, key):
+    """Appends the scalars of nested lists to `leaves`; returns their shape."""
+    if not isinstance(value, list):
+        leaves.append(value)
+        return ()
+    shapes = {_flatten(item, leaves, key) for item in value}
+    if len(shapes) > 1:
+        raise RequestError(
+            f"Input {key!r} is ragged: lists at the same depth have different "
+            f"shapes {sorted(list(shape) for shape in shapes)}. Every instance "
+            "must have the same shape; pad the shorter ones."
+        )
+    return (len(value),) + (shapes.pop() if shapes else ())
+
+
+def _to_array(value, info, signature_name, max_string_bytes):
+    """Converts the JSON value of one input to a numpy array of its dtype."""
+    leaves = []
+    shape = _flatten(value, leaves, info.key)
+    convert = _converter(info, max_string_bytes)
+    array = np.array([convert(leaf) for leaf in leaves], dtype=info.numpy_dtype).reshape(shape)
+    if info.shape is not None and (
+        len(info.shape) != len(shape)
+        or any(expected not in (None, size) for expected, size in zip(info.shape, shape))
+    ):
+        expected = [-1 if size is None else size for size in info.shape]
+        raise RequestError(
+            f"Input {info.key!r} has shape {list(shape)}, but signature "
+            f"{signature_name!r} expects {expected} (-1: any size)."
+        )
+    return array
+
+
+def _converter(info, max_string_bytes):
+    """A function from one JSON scalar to a value of the input's dtype."""
+    dtype = info.numpy_dtype
+
+    def wrong_type(value, expected):
+        return RequestError(
+            f"Input {info.key!r} has a {_json_type(value)} ({_preview(value)}) where "
+            f"{expected} is expected (dtype {info.dtype.name})."
+        )
+
+    def to_bytes(value):
+        if isinstance(value, str):
+            data = value.encode("utf-8")
+        elif _is_b64(value) and isinstance(value["b64"], str):
+            try:
+                data = base64.b64decode(value["b64"], validate=True)
+            except binascii.Error:
+                raise RequestError(
+                    f"Input {info.key!r} has a \"b64\" value that is not valid "
+                    "base64. Encode the bytes with standard base64 (RFC 4648)."
+                ) from None
+        else:
+            raise wrong_type(value, 'text (a JSON string) or {"b64": "..."}')
+        if len(data) > max_string_bytes:
+            raise RequestError(
+                f"Over-long text in input {info.key!r}: {len(data)} bytes, more "
+                f"than the server's --max_string_bytes={max_string_bytes}. "
+                "Shorten or split the text; the model only reads up to its "
+                "sequence length anyway."
+            )
+        return data
+
+    def to_bool(value):
+        if not isinstance(value, bool):
+            raise wrong_type(value, "true or false")
+        return value
+
+    def to_integer(value):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise wrong_type(value, "an integer")
+        limits = np.iinfo(dtype)
+        if not limits.min <= value <= limits.max:
+            raise RequestError(
+                f"Input {info.key!r} has {value}, outside the range of "
+                f"{info.dtype.name} ({limits.min} to {limits.max})."
+            )
+        return value
+
+    def to_float(value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise wrong_type(value, "a number")
+        return value
+
+    if dtype == np.dtype(object):
+        return to_bytes
+    if dtype == np.bool_:
+        return to_bool
+    if np.issubdtype(dtype, np.integer):
+        return to_integer
+    if np.issubdtype(dtype, np.floating):
+        return to_float
+    raise RequestError(
+        f"Input {info.key!r} has dtype {info.dtype.name}, which this server "
+        "cannot read from JSON (it reads strings, booleans, integers and "
+        "floats)."
+    )
+
+
+def _preview(value, limit=40):
+    text = json.dumps(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _to_json(array, key):
+    """A numpy output array as JSON values (nested lists)."""
+    if array.dtype == np.dtype(object):
+        force_b64 = key.endswith("_bytes")
+        return _map_nested(lambda data: _bytes_to_json(data, force_b64), array.tolist())
+    if np.issubdtype(array.dtype, np.floating) and array.dtype.itemsize < 8:
+        # Shortest decimal that reads back as the same float32: 0.1, not
+        # 0.10000000149011612.
+        return array.astype(np.float32).astype(str).astype(np.float64).tolist()
+    return array.tolist()
+
+
+def _bytes_to_json(data, force_b64):
+    if not force_b64:
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+    return {"b64": base64.b64encode(data).decode("ascii")}
+
+
+def _map_nested(function, value):
+    if isinstance(value, list):
+        return [_map_nested(function, item) for item in value]
+    return function(value)
+
+
+def _single_or_all(values):
+    """The only value of a dict of one entry, else the dict itself."""
+    return next(iter(values.values())) if len(values) == 1 else values
