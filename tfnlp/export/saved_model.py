@@ -25,16 +25,18 @@ def export_saved_model(model, export_dir, preprocessor=None, text_signatures=Tru
 
     The signatures (see `tfnlp.export.bert_signatures` and `saved_model_cli
     show --all --dir EXPORT_DIR/<version>`) take raw text, tokenized in the
-    graph by tensorflow-text ops, or token ids. Loading a SavedModel
-    registers every op it holds, so a text export needs the tensorflow-text
-    ops wherever it is loaded (`import tensorflow_text` in Python, a
-    TensorFlow Serving build with them); `text_signatures=False` writes
-    the ids signatures only, which load in any TensorFlow or TensorFlow
-    Serving.
+    graph by tensorflow-text ops, or token ids. The ids signatures use
+    core TensorFlow ops only: TensorFlow Serving (and `saved_model_cli
+    run`) runs them in a build without the tensorflow-text ops, since a
+    session only instantiates the functions it runs. `tf.saved_model.load`
+    in Python, however, loads every function and needs every op (`import
+    tensorflow_text` first); for a Python host without tensorflow-text,
+    `text_signatures=False` writes the ids signatures only.
 
     Args:
         model: a trained `BertEncoder`, `BertPretrainingModel` (encoder and
-            fill-mask signatures), `BertClassifier` or `BertTokenClassifier`.
+            fill-mask signatures), `BertClassifier`, `BertTokenClassifier`
+            or `BertSpanExtractor`.
         export_dir: the base directory (local or any `tf.io.gfile` path).
         preprocessor: a `tfnlp.export.BertTextPreprocessor` (tokenizer and
             sequence length); required for text signatures and fill-mask.
@@ -57,17 +59,8 @@ def export_saved_model(model, export_dir, preprocessor=None, text_signatures=Tru
     >>> os.path.basename(export_saved_model(encoder, export_dir))
     '2'
     """
-    module = signatures_for(model, preprocessor, **options)
-    signatures = module.signatures(text_signatures)
-    root = tf.Module()
-    if text_signatures and preprocessor is not None:
-        root.signatures_module = module
-    else:
-        # Only what the ids signatures use: tracking the tokenizer would put
-        # tensorflow-text ops into the SavedModel.
-        root.model = model
-        if preprocessor is not None:
-            root.vocabulary = tf.saved_model.Asset(preprocessor.tokenizer.vocab_file)
+    signatures = signatures_for(model, preprocessor, **options).signatures(text_signatures)
+    root = _trackable_root(signatures, preprocessor)
     version = next_version(export_dir)
     final_dir = version_dir(export_dir, version)
     temporary_dir = os.path.join(export_dir, f".tmp-{version}-{uuid.uuid4().hex}")
@@ -81,3 +74,24 @@ def export_saved_model(model, export_dir, preprocessor=None, text_signatures=Tru
     LOGGER.info("Exported %s as version %d: %s (signatures %s).", type(model).__name__,
                 version, final_dir, ", ".join(sorted(signatures)))
     return final_dir
+
+
+def _trackable_root(signatures, preprocessor):
+    """The object `tf.saved_model.save` writes: the TensorFlow variables the
+    signatures read and the vocabulary asset, not the Keras objects.
+
+    Saved as trackables, Keras 3 variables reach the SavedModel under other
+    names than the ones the signatures read, and a TF1-style session
+    (TensorFlow Serving, `saved_model_cli run`) then fails with "Could not
+    find variable ...". Keras' own `ExportArchive` tracks the captured
+    variables for the same reason.
+    """
+    variables = {}
+    for function in signatures.values():
+        for variable in function.variables:
+            variables.setdefault(id(variable), variable)
+    root = tf.Module()
+    root.model_variables = list(variables.values())
+    if preprocessor is not None:
+        root.vocabulary = preprocessor.tokenizer.vocabulary_asset
+    return root

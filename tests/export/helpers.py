@@ -1,0 +1,53 @@
+"""Shared helpers of the export tests: running exports in a new process."""
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.conftest import REPOSITORY
+
+RUNNER = REPOSITORY / "tests" / "export" / "saved_model_runner.py"
+SAVED_MODEL_CLI_WITH_TEXT_OPS = (
+    "import sys, tensorflow_text; "
+    "from tensorflow.python.tools.saved_model_cli import main; "
+    "sys.argv[0] = 'saved_model_cli'; sys.exit(main())"
+)
+
+
+def _clean_environment():
+    environment = dict(os.environ)
+    environment.pop("PYTHONPATH", None)
+    environment["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    return environment
+
+
+def run_in_new_process(tmp_path, calls, text_ops=True):
+    """Runs `calls` (see saved_model_runner.py) in a new Python process that
+    imports only TensorFlow (and tensorflow-text if `text_ops`); returns
+    `(results, imported top-level packages)`."""
+    request = tmp_path / "request.json"
+    result = tmp_path / "result.json"
+    request.write_text(json.dumps({"text_ops": text_ops, "calls": calls}))
+    completed = subprocess.run(
+        [sys.executable, str(RUNNER), str(request), str(result)],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        env=_clean_environment(),
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    loaded = json.loads(result.read_text())
+    return loaded["results"], loaded["modules"]
+
+
+def saved_model_cli(*arguments, text_ops=True):
+    """Runs TensorFlow's `saved_model_cli` (after importing tensorflow_text
+    if `text_ops`, as a TensorFlow Serving build with those ops would);
+    returns its standard output."""
+    if text_ops:
+        command = [sys.executable, "-c", SAVED_MODEL_CLI_WITH_TEXT_OPS, *arguments]
+    else:
+        command = [os.path.join(os.path.dirname(sys.executable), "saved_model_cli"), *arguments]
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=300,
+                               env=_clean_environment(), cwd="/")
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return completed.stdout
