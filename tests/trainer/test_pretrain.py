@@ -140,3 +140,28 @@ def test_profiles_the_requested_steps(single_run):
     ]
     assert traces, "no profiler trace (*.xplane.pb) under the model directory"
     assert os.sep + os.path.join("plugins", "profile") + os.sep in traces[0]
+
+
+def test_trainer_export_of_a_pretraining_run(single_run, tmp_path):
+    import tensorflow_text  # noqa: F401 (the text signatures' ops)
+
+    from tfnlp.text import write_vocabulary
+    from trainer import export
+
+    model_dir, _, _ = single_run
+    arguments = [f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'export'}"]
+    with pytest.raises(ValueError, match="records no vocabulary.*--vocab_file"):
+        export.main(arguments)
+    vocab_file = tmp_path / "vocab.txt"
+    write_vocabulary(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+                     + [f"w{index}" for index in range(helpers.VOCAB_SIZE - 5)], vocab_file)
+    version_dir = export.main([*arguments, f"--vocab_file={vocab_file}", "--max_seq_length=16",
+                               "--top_k=4"])
+    assert version_dir.endswith("1")
+    loaded = tf.saved_model.load(version_dir)
+    assert {"serving_default", "encode_ids", "fill_mask", "fill_mask_ids"} <= set(loaded.signatures)
+    filled = loaded.signatures["fill_mask"](text=tf.constant(["w1 [MASK] w2 w3"]))
+    assert filled["mask_positions"].numpy()[0].tolist()[:2] == [2, -1]
+    assert filled["tokens"].shape == (1, 8, 4)
+    scores = filled["scores"].numpy()[0, 0]
+    assert np.all(np.diff(scores) <= 0) and 0 < scores.sum() <= 1.0 + 1e-6
