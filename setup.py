@@ -15,6 +15,9 @@ INSTALL_REQUIRES = [
     "sacrebleu>=2.6,<3",
     "safetensors>=0.8,<1",
     "numpy>=1.26,<3",
+    # tfnlp.serve writes numeric outputs as JSON with it (about 50x faster
+    # than the json module, float32 in its shortest form).
+    "orjson>=3.10,<4",
 ]
 
 TEST_REQUIRES = [

@@ -47,7 +47,8 @@ def texts(shared_data_dir):
 
 @pytest.fixture(scope="module")
 def models(tokenizer):
-    encoder = BertEncoder(BertConfig.preset("tiny", vocab_size=tokenizer.vocab_size))
+    encoder = BertEncoder(BertConfig.preset("tiny", vocab_size=tokenizer.vocab_size,
+                                            num_layers=1))
     return {
         "pretraining": BertPretrainingModel(encoder),
         "classifier": BertClassifier(encoder, num_classes=len(LABELS)),
@@ -73,7 +74,7 @@ def exports(tmp_path_factory, tokenizer, models):
 
 
 def _packed(tokenizer, segments):
-    ids = [tokenizer.tokenize(tf.constant(segment)) for segment in segments]
+    ids = [tokenizer.tokenize(tf.convert_to_tensor(segment)) for segment in segments]
     packed = pack_inputs(ids, SEQUENCE_LENGTH, tokenizer.cls_id, tokenizer.sep_id)
     return {name: value.numpy() for name, value in packed.items()}
 
@@ -257,3 +258,19 @@ def _dense():
     import keras
 
     return keras.layers.Dense(1)
+
+
+def test_preprocessor_packs_text_of_known_and_unknown_shape(tokenizer, texts):
+    preprocessor = BertTextPreprocessor(tokenizer, SEQUENCE_LENGTH)
+    pairs = tf.constant([[texts[0], texts[1]], [texts[2], texts[3]]])
+    expected = _packed(tokenizer, [pairs[:, 0], pairs[:, 1]])
+    for function in (
+        preprocessor,  # eager: shapes known
+        tf.function(preprocessor),  # traced with the static shape [2, 2]
+        tf.function(preprocessor, input_signature=[tf.TensorSpec(None, tf.string)]),
+    ):
+        packed = function(pairs)
+        for name, value in expected.items():
+            np.testing.assert_array_equal(packed[name].numpy(), value)
+    with pytest.raises(ValueError, match=r"\[batch\] for single segments or \[batch, 2\]"):
+        preprocessor(tf.constant([["a", "b", "c"]]))

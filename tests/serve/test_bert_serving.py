@@ -70,6 +70,12 @@ def test_pairs_and_over_long_text_are_packed_and_truncated(server, sentences):
     assert status == 400 and "50000" in body["error"]
 
 
+def test_text_requests_are_batched(export_dir):
+    signature = ModelStore(str(export_dir)).get("books", None).signatures["serving_default"]
+    assert signature.inputs["text"].shape is None  # unknown rank: [batch] or [batch, 2]
+    assert signature.batchable
+
+
 def test_metadata_describes_the_text_signature(server):
     status, body = call(server, "GET", "/v1/models/books/metadata")
     assert status == 200

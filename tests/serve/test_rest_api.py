@@ -1,6 +1,7 @@
 """The JSON formats, without HTTP: requests to arrays, arrays to responses."""
 
 import base64
+import json
 
 import numpy as np
 import pytest
@@ -8,6 +9,7 @@ import pytest
 from tfnlp.serve.rest_api import (
     RequestError,
     format_predict_response,
+    json_bytes,
     parse_json_object,
     parse_predict_request,
 )
@@ -81,10 +83,17 @@ def test_responses_of_both_formats(signatures):
                "upper": np.array([b"AB", b"\xc3"], object),
                "text_bytes": np.array([b"ab", b"abc"], object)}
     rows = parse({"instances": ["ab", "abc"]}, signatures)
-    assert format_predict_response(outputs, rows) == {"predictions": [
+    assert written(format_predict_response(outputs, rows)) == {"predictions": [
         {"length": 2, "upper": "AB", "text_bytes": {"b64": "YWI="}},
         {"length": 3, "upper": {"b64": "ww=="}, "text_bytes": {"b64": "YWJj"}},
     ]}
     columns = parse({"inputs": ["ab", "abc"]}, signatures)
-    assert format_predict_response({"sum": np.array([0.1, 2.5], np.float32)}, columns) == {
-        "outputs": [0.1, 2.5]}
+    assert written(format_predict_response(
+        {"sum": np.array([0.1, 2.5], np.float32), "count": np.array(7, np.int64)}, columns)) == {
+        "outputs": {"sum": [0.1, 2.5], "count": 7}}
+    assert json_bytes({"x": np.array([0.1], np.float32)}) == b'{"x":[0.1]}'
+
+
+def written(response):
+    """The response as a client reads it."""
+    return json.loads(json_bytes(response))

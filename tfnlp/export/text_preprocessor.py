@@ -80,6 +80,11 @@ class BertTextPreprocessor(tf.Module):
             `input_mask` and `segment_ids`.
         """
         text = tf.convert_to_tensor(text, dtype=tf.string)
+        tokenize = self._tokenize_with_masks if mask_tokens else self.tokenizer.tokenize
+        num_segments = _static_segments(text.shape)
+        if num_segments is not None:  # Known when traced: no branch in the graph.
+            columns = tf.reshape(text, [-1, num_segments])
+            return self._pack([tokenize(columns[:, index]) for index in range(num_segments)])
         with tf.control_dependencies([
             tf.debugging.assert_rank_in(
                 text, [1, 2],
@@ -97,7 +102,6 @@ class BertTextPreprocessor(tf.Module):
             )
         ]):
             columns = tf.reshape(text, tf.stack([shape[0], num_segments]))
-        tokenize = self._tokenize_with_masks if mask_tokens else self.tokenizer.tokenize
 
         def single():
             return self._pack([tokenize(columns[:, 0])])
@@ -123,3 +127,21 @@ class BertTextPreprocessor(tf.Module):
         ids = tf.RaggedTensor.from_row_splits(with_masks, pieces.row_splits)
         ids = ids.merge_dims(1, 2)
         return ids[:, :-1]  # no mask after the last piece
+
+
+def _static_segments(shape):
+    """1 or 2 segments per example when `shape` says so, None when unknown.
+
+    Raises:
+        ValueError: for a shape other than `[batch]` or `[batch, 1 or 2]`.
+    """
+    if shape.rank is None or (shape.rank == 2 and shape[1] is None):
+        return None
+    if shape.rank == 1:
+        return 1
+    if shape.rank == 2 and shape[1] in (1, 2):
+        return shape[1]
+    raise ValueError(
+        f"text has shape {shape}; it must be a batch of strings, [batch] for single "
+        "segments or [batch, 2] for pairs."
+    )

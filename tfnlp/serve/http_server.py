@@ -17,7 +17,6 @@ Each request is logged as one line, `METHOD PATH STATUS LATENCY ms`, on the
 """
 
 import http
-import json
 import logging
 import re
 import threading
@@ -210,7 +209,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         return self.rfile.read(length)
 
     def _send_json(self, status, body, headers):
-        data = json.dumps(body).encode("utf-8")
+        data = rest_api.json_bytes(body)
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))

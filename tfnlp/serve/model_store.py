@@ -102,8 +102,12 @@ class Signature:
     @property
     def batchable(self):
         """Whether requests can be merged: every input has a leading
-        dimension of any size."""
-        return all(info.shape and info.shape[0] is None for info in self.inputs.values())
+        dimension of any size, or an unknown rank (such as the `text` of
+        tfnlp's exports, `[batch]` or `[batch, 2]`: the batcher then merges
+        only requests whose arrays have the same shape after the first
+        dimension)."""
+        return all(info.shape is None or (info.shape and info.shape[0] is None)
+                   for info in self.inputs.values())
 
     def __call__(self, inputs):
         """Runs the signature.

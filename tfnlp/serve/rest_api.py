@@ -33,6 +33,7 @@ import dataclasses
 import json
 
 import numpy as np
+import orjson
 
 DEFAULT_SIGNATURE = "serving_default"
 
@@ -163,6 +164,11 @@ def format_predict_response(outputs, request):
     rows = [{key: value[row] for key, value in values.items()}
             for row in range(request.batch_size)]
     return {"predictions": [_single_or_all(row) for row in rows]}
+
+
+def json_bytes(body):
+    """`body` (a response of this module, numpy arrays included) as JSON."""
+    return orjson.dumps(body, option=orjson.OPT_SERIALIZE_NUMPY)
 
 
 def _select_signature(request, signatures):
@@ -369,15 +375,17 @@ def _preview(value, limit=40):
 
 
 def _to_json(array, key):
-    """A numpy output array as JSON values (nested lists)."""
+    """A numpy output array as values `orjson` writes: strings as nested
+    lists, numbers as C-contiguous arrays (float32 in its shortest decimal
+    form, 0.1 rather than 0.10000000149011612; NaN and infinities as null)."""
     if array.dtype == np.dtype(object):
         force_b64 = key.endswith("_bytes")
         return _map_nested(lambda data: _bytes_to_json(data, force_b64), array.tolist())
-    if np.issubdtype(array.dtype, np.floating) and array.dtype.itemsize < 8:
-        # Shortest decimal that reads back as the same float32: 0.1, not
-        # 0.10000000149011612.
-        return array.astype(np.float32).astype(str).astype(np.float64).tolist()
-    return array.tolist()
+    if np.issubdtype(array.dtype, np.floating) and array.dtype not in (np.float32, np.float64):
+        array = array.astype(np.float32)  # float16, bfloat16
+    if array.ndim == 0:
+        return array.item()
+    return np.ascontiguousarray(array)
 
 
 def _bytes_to_json(data, force_b64):
