@@ -34,6 +34,7 @@ import sys
 import tensorflow as tf
 
 from tfnlp.command_line import add_boolean_flag
+from tfnlp.export.bert_signatures import POOLINGS
 
 LOGGER = logging.getLogger("trainer.export")
 
@@ -53,11 +54,7 @@ def write_serving_record(model_dir, record):
 
 def read_serving_record(model_dir):
     """The record of `write_serving_record`, or `{}` if the run has none."""
-    path = os.path.join(model_dir, SERVING_FILE)
-    if not tf.io.gfile.exists(path):
-        return {}
-    with tf.io.gfile.GFile(path) as file:
-        return json.load(file)
+    return _read_json(os.path.join(model_dir, SERVING_FILE), {})
 
 
 def export_trained_model(model, export_dir, vocab_file=None, lower_case=True,
@@ -185,12 +182,15 @@ def _huggingface_model(model_dir):
     """The model of a Hugging Face directory and what its files say about
     serving it (vocabulary, lower-casing, pooling, sequence length)."""
     from tfnlp.models import BertEncoder, BertPretrainingModel, huggingface
+    from tfnlp.models.bert_pretraining import load_huggingface_head_weights
 
+    # Read once: the tensors give the encoder and, if present, its heads.
     checkpoint = huggingface.read_huggingface_checkpoint(model_dir)
+    model = BertEncoder(checkpoint.config)
+    huggingface.load_encoder_weights(model, checkpoint.encoder_tensors, model_dir)
     if checkpoint.head_tensors:
-        model = BertPretrainingModel.from_huggingface(model_dir)
-    else:
-        model = BertEncoder.from_huggingface(model_dir)
+        model = BertPretrainingModel(model)
+        load_huggingface_head_weights(model, checkpoint.head_tensors, model_dir)
     record = {"model": "huggingface"}
     vocab_file = os.path.join(model_dir, "vocab.txt")
     if tf.io.gfile.exists(vocab_file):
@@ -253,7 +253,7 @@ def export_parser():
     add_boolean_flag(parser, "text_signatures", True,
                      "Include the signatures on raw text (they need the tensorflow-text "
                      "ops to load).")
-    parser.add_argument("--pooling", choices=("pooler", "cls", "mean"), default=None,
+    parser.add_argument("--pooling", choices=POOLINGS, default=None,
                         help="Encoders: what pooled_output is (default: pooler, or the "
                              "sentence-transformers pooling).")
     add_boolean_flag(parser, "normalize", None,

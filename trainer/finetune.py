@@ -564,6 +564,7 @@ def run(flags):
     if data.label_list and chief:
         finetune_data.write_labels_file(
             data.label_list, os.path.join(flags.model_dir, LABELS_FILE))
+    record = serving_record(flags, data.label_list)
     steps_per_epoch, total_steps, epochs = _steps(flags, data.train_examples)
     warmup_steps = flags.warmup_steps
     if warmup_steps is None:
@@ -601,7 +602,7 @@ def run(flags):
         step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
     if chief:
         config.to_json(os.path.join(flags.model_dir, CONFIG_FILE))
-        export.write_serving_record(flags.model_dir, serving_record(flags, data.label_list))
+        export.write_serving_record(flags.model_dir, record)
     LOGGER.info(
         "Fine-tuning %s (%s) from %s on %d replica(s): %d training examples, "
         "%d steps of %d (%d per epoch, %d warmup), %d evaluation examples.",
@@ -655,7 +656,6 @@ def run(flags):
             export_dir = flags.export_dir
             if not chief:
                 export_dir = os.path.join(flags.model_dir, ".worker_export", f"worker_{task_id}")
-            record = serving_record(flags, data.label_list)
             export_dir = export.export_trained_model(
                 model, export_dir, vocab_file=record["vocab_file"],
                 lower_case=record["lower_case"], sequence_length=record["sequence_length"],

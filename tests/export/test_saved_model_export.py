@@ -8,6 +8,7 @@ splitting the text in Python), within 1e-5.
 
 import os
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -250,14 +251,9 @@ def test_export_errors_say_what_to_pass(tmp_path, models, tokenizer):
     with pytest.raises(ValueError, match="2 labels were given for a model of 3 classes"):
         export_saved_model(models["classifier"], str(tmp_path), labels=["a", "b"])
     with pytest.raises(TypeError, match="No serving signatures for a Dense"):
-        export_saved_model(_dense(), str(tmp_path))
+        export_saved_model(keras.layers.Dense(1), str(tmp_path))
     assert list_versions(str(tmp_path)) == []
 
-
-def _dense():
-    import keras
-
-    return keras.layers.Dense(1)
 
 
 def test_preprocessor_packs_text_of_known_and_unknown_shape(tokenizer, texts):
