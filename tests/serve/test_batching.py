@@ -81,22 +81,70 @@ def test_outputs_not_by_rows_fall_back_to_one_call_per_request():
     assert function.batch_sizes.count(1) == 3
 
 
-def test_requests_of_different_shapes_are_not_merged():
-    function = CountingFunction()
-    batcher = Batcher(max_batch_size=16, batch_timeout_micros=100_000)
-    widths = [1, 2]
-    results = [None, None]
+def send_together(batcher, function, inputs_per_request):
+    """Sends each request from its own thread at the same moment; returns
+    the results in order."""
+    results = [None] * len(inputs_per_request)
+    start = threading.Barrier(len(inputs_per_request))
 
     def send(index):
-        results[index] = batcher.run("double", function, {"x": np.ones((1, widths[index]))})
+        start.wait()
+        results[index] = batcher.run("double", function, inputs_per_request[index])
 
-    threads = [threading.Thread(target=send, args=(index,)) for index in range(2)]
+    threads = [threading.Thread(target=send, args=(index,))
+               for index in range(len(inputs_per_request))]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(timeout=30)
+    return results
+
+
+class MeetingFunction(CountingFunction):
+    """Doubles `x`, but each call first waits until `parties` calls are
+    running at the same time: only requests in separate queues (separate
+    worker threads) can meet; requests of one queue run one after the other
+    and time out."""
+
+    def __init__(self, parties):
+        super().__init__()
+        self._meeting = threading.Barrier(parties, timeout=5)
+
+    def __call__(self, inputs):
+        self._meeting.wait()
+        return super().__call__(inputs)
+
+
+def test_requests_of_different_shapes_are_not_merged():
+    # Merging a (1, 1) and a (1, 2) request fails to concatenate, and the
+    # fallback then runs them one by one, so equal outputs alone would not
+    # show whether they were queued together: each call waits for the other.
+    function = MeetingFunction(parties=2)
+    batcher = Batcher(max_batch_size=16, batch_timeout_micros=100_000)
+    results = send_together(batcher, function, [{"x": np.ones((1, 1))}, {"x": np.ones((1, 2))}])
     assert [result["y"].shape for result in results] == [(1, 1), (1, 2)]
     assert function.batch_sizes == [1, 1]
+
+
+def test_requests_of_different_dtypes_are_not_merged():
+    # Concatenating int32 with float32 would give float64 to both.
+    function = MeetingFunction(parties=2)
+    batcher = Batcher(max_batch_size=16, batch_timeout_micros=100_000)
+    results = send_together(batcher, function, [
+        {"x": np.array([[3]], np.int32)}, {"x": np.array([[1.5]], np.float32)}])
+    assert [result["y"].dtype for result in results] == [np.int32, np.float32]
+    assert [result["y"].item() for result in results] == [6, 3.0]
+    assert function.batch_sizes == [1, 1]
+
+
+def test_requests_of_the_same_shape_and_dtype_share_a_queue():
+    # The counterpart of the two tests above: same key, one merged call.
+    function = CountingFunction()
+    batcher = Batcher(max_batch_size=16, batch_timeout_micros=300_000)
+    results = send_together(batcher, function, [
+        {"x": np.array([[3]], np.int32)}, {"x": np.array([[4]], np.int32)}])
+    assert [result["y"].dtype for result in results] == [np.int32, np.int32]
+    assert function.batch_sizes == [2]
 
 
 def test_large_requests_run_alone_and_errors_reach_the_caller():
