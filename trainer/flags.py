@@ -80,8 +80,6 @@ def pretraining_parser():
                          help="'START,END': trace these steps with the TF profiler.")
     outputs.add_argument("--export_dir", default="",
                          help="Write the trained encoder as a SavedModel here.")
-    # Test hook: pretend the loss of this step is NaN (tests the NaN stop).
-    outputs.add_argument("--inject_nan_at_step", type=int, default=0, help=argparse.SUPPRESS)
     return parser
 
 

@@ -281,8 +281,6 @@ def run(flags):
             step.assign(current_step)
             profiler.after_step(current_step)
             loss = sums["loss"]
-            if current_step == flags.inject_nan_at_step:
-                loss = float("nan")
             if not math.isfinite(loss):
                 raise FloatingPointError(
                     f"The training loss is {loss} at step {current_step}. Training "

@@ -7,6 +7,7 @@ import random
 import subprocess
 import sys
 
+import numpy as np
 import tensorflow as tf
 
 from tfnlp.data import pretraining_schema
@@ -17,8 +18,12 @@ MAX_PREDICTIONS = 5
 VOCAB_SIZE = 100
 
 
-def write_records(path, count=64, seed=0):
-    """Writes `count` random pretraining records (ids in [5, 100)) to `path`."""
+def write_records(path, count=64, seed=0, nan_weight_records=()):
+    """Writes `count` random pretraining records (ids in [5, 100)) to `path`.
+
+    The records whose index is in `nan_weight_records` get a NaN masked-LM
+    weight, so that a batch holding one has a NaN loss computed in the graph.
+    """
     rng = random.Random(seed)
     with tf.io.TFRecordWriter(str(path)) as writer:
         for index in range(count):
@@ -27,10 +32,15 @@ def write_records(path, count=64, seed=0):
             segment_ids = [0] * (length // 2) + [1] * (length - length // 2)
             positions = sorted(rng.sample(range(1, length - 1), 3))
             labels = [rng.randint(5, VOCAB_SIZE - 1) for _ in positions]
-            writer.write(pretraining_schema.serialize_instance(
+            record = pretraining_schema.serialize_instance(
                 input_ids, segment_ids, positions, labels, index % 2 == 1,
                 MAX_SEQ_LENGTH, MAX_PREDICTIONS,
-            ))
+            )
+            if index in nan_weight_records:
+                example = tf.train.Example.FromString(record)
+                example.features.feature["masked_lm_weights"].float_list.value[0] = float("nan")
+                record = example.SerializeToString()
+            writer.write(record)
     return path
 
 
@@ -117,3 +127,48 @@ def event_values(log_dir):
                     (event.step, tf.make_ndarray(value.tensor))
                 )
     return values
+
+
+def checkpoint_values(prefix, scopes=("model/", "optimizer/")):
+    """`{name: array}` of the variables under `scopes` in a checkpoint."""
+    reader = tf.train.load_checkpoint(str(prefix))
+    return {
+        name: reader.get_tensor(name)
+        for name in reader.get_variable_to_shape_map()
+        if name.startswith(scopes)
+    }
+
+
+def zero_batch(batch_size=1):
+    """A pretraining batch of zeros in the shapes of the tiny runs."""
+    batch = {
+        name: np.zeros([batch_size, length], dtype)
+        for name, length, dtype in (
+            ("input_ids", MAX_SEQ_LENGTH, "int32"),
+            ("input_mask", MAX_SEQ_LENGTH, "int32"),
+            ("segment_ids", MAX_SEQ_LENGTH, "int32"),
+            ("masked_lm_positions", MAX_PREDICTIONS, "int32"),
+            ("masked_lm_ids", MAX_PREDICTIONS, "int32"),
+            ("masked_lm_weights", MAX_PREDICTIONS, "float32"),
+        )
+    }
+    batch["next_sentence_labels"] = np.zeros([batch_size, 1], "int32")
+    return batch
+
+
+def restored_pretraining_model(model_dir):
+    """The pretraining model of a run, restored here from its latest checkpoint.
+
+    Built from the run's config.json and restored with a plain
+    `tf.train.Checkpoint`, not with the trainer's or the exporter's code, so
+    that the tests compare those against an independent copy of the weights.
+    """
+    from tfnlp.models import BertConfig, BertEncoder, BertPretrainingModel
+
+    config = BertConfig.from_json(os.path.join(model_dir, "config.json"))
+    model = BertPretrainingModel(BertEncoder(config))
+    model(zero_batch(), training=False)
+    status = tf.train.Checkpoint(model=model).restore(tf.train.latest_checkpoint(str(model_dir)))
+    status.assert_existing_objects_matched()
+    status.expect_partial()
+    return model

@@ -54,11 +54,25 @@ def test_accumulating_two_half_batches_equals_one_batch(train_data, tmp_path):
         )
 
 
-def test_nan_loss_stops_with_the_step(train_data, tmp_path):
-    # --inject_nan_at_step is a test hook: the loop treats that step's loss as NaN.
+def test_nan_loss_stops_with_the_step(tmp_path):
+    # Records 8..15 (the second batch of 8 when read in file order) carry a
+    # NaN masked-LM weight: the loss of step 2 is NaN, computed in the graph.
+    data = str(helpers.write_records(tmp_path / "nan.tfrecord", nan_weight_records=range(8, 16)))
+    settings = dict(shuffle_buffer=1, checkpoint_every_steps=1, warmup_steps=0, train_steps=4)
     with pytest.raises(FloatingPointError, match="at step 2"):
-        run_in_process(train_data, str(tmp_path / "nan"), train_steps=4, inject_nan_at_step=2)
+        run_in_process(data, str(tmp_path / "nan"), **settings)
     assert [record["step"] for record in helpers.train_log(tmp_path / "nan")] == [1]
+    # The last checkpoint is kept, and it holds the state after step 1, not
+    # the NaN weights that step 2 applied: step 1 of a run on clean records.
+    latest = tf.train.latest_checkpoint(str(tmp_path / "nan"))
+    assert latest.endswith("ckpt-1")
+    clean = str(helpers.write_records(tmp_path / "clean.tfrecord"))
+    run_in_process(clean, str(tmp_path / "clean"), **settings)
+    kept = helpers.checkpoint_values(latest)
+    expected = helpers.checkpoint_values(tmp_path / "clean" / "ckpt-1")
+    assert sorted(kept) == sorted(expected)
+    for name, value in expected.items():
+        np.testing.assert_array_equal(kept[name], value, err_msg=name)
 
 
 def test_weight_decay_skips_layer_norms_and_biases():
