@@ -16,12 +16,20 @@ import pytest
 import tensorflow as tf
 from safetensors.numpy import save_file
 
-from tfnlp.models import BertConfig, BertEncoder, BertPretrainingModel
+from tfnlp.models import (
+    BertConfig,
+    BertEncoder,
+    BertPretrainingModel,
+    BertSpanExtractor,
+    BertTokenClassifier,
+)
 from tfnlp.models.huggingface import encoder_tensors_from_encoder, huggingface_config_dict
 from tfnlp.text.bert_tokenizer import BertTokenizer
 from trainer import export, finetune, finetune_data
 
 FILLER = "the a movie film book was is really very quite plot story".split()
+# Words of two WordPieces (film ##s, book ##s): only their first piece is labelled.
+PIECED = ["films", "books"]
 WORDS = FILLER + ["good", "bad", "paris", "london", "where", "?", ".", "##s", "##ing"]
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
 VOCAB_SIZE = 40  # The encoder's; at least len(VOCAB).
@@ -71,7 +79,8 @@ def root(tmp_path_factory):
                 writer.writerows([["", "is_good"], ["good film", ""], ["bad film", "is_ugly"]])
     with open(root / "tags.jsonl", "w") as file:
         for _ in range(48):
-            words = [rng.choice(FILLER + ["paris", "london"]) for _ in range(rng.randint(3, 8))]
+            words = [rng.choice(FILLER + PIECED + ["paris", "london"])
+                     for _ in range(rng.randint(3, 8))]
             tags = ["LOC" if word in ("paris", "london") else "O" for word in words]
             file.write(json.dumps({"tokens": words, "tags": tags}) + "\n")
         file.write("not json\n")
@@ -93,6 +102,23 @@ def root(tmp_path_factory):
         # Not at its offset.
         file.write(json.dumps({"context": "the paris", "question": "where ?",
                                "answer_start": 0, "answer_text": "paris"}) + "\n")
+    with open(root / "spans_eval.jsonl", "w") as file:
+        # A third of the answers run on past the city ("paris is good") and a
+        # third start a word before it ("film paris"): a model trained on
+        # one-word answers misses their end or their start, so start
+        # accuracy, end accuracy and exact match all differ.
+        for index in range(24):
+            city = ("paris", "london")[index % 2]
+            before = [rng.choice(FILLER) for _ in range(rng.randint(1, 4))]
+            context = f"{' '.join(before)} {city} is good ."
+            answer_start = len(" ".join(before)) + 1
+            answer = (city, f"{city} is good", f"{before[-1]} {city}")[index % 3]
+            if index % 3 == 2:
+                answer_start -= len(before[-1]) + 1
+            file.write(json.dumps({
+                "context": context, "question": "where ?",
+                "answer_start": answer_start, "answer_text": answer,
+            }) + "\n")
     return root
 
 
@@ -280,31 +306,94 @@ def test_export_rebuilds_the_classifier_from_its_model_dir(classification_run):
                                first(text=text)["probabilities"].numpy(), atol=1e-6)
 
 
+FEATURES = ("input_ids", "input_mask", "segment_ids")
+
+
+def _restored(model, model_dir):
+    """`model` with the weights of the run's final checkpoint, restored here
+    with a plain `tf.train.Checkpoint` (not by the code under test)."""
+    model({name: np.zeros([1, MAX_SEQ_LENGTH], "int32") for name in FEATURES})
+    status = tf.train.Checkpoint(model=model).restore(tf.train.latest_checkpoint(str(model_dir)))
+    status.assert_existing_objects_matched()
+    status.expect_partial()
+    return model
+
+
+def _run_encoder(model_dir):
+    return BertEncoder(BertConfig.from_json(str(model_dir / "config.json")))
+
+
+def _assert_started_from(trained, initial):
+    """The token ids past the vocabulary's words never occur in the data, so
+    their embedding rows get no gradient: after training they still hold
+    the initial weights (shrunk only by a weight decay of lr * 0.01 a step).
+    A run that did not start from `initial` has other rows there."""
+    def unused_rows(encoder):
+        table, = [weight for weight in encoder.weights if "token_embedding" in weight.path]
+        return table.numpy()[len(VOCAB):]
+
+    np.testing.assert_allclose(unused_rows(trained), unused_rows(initial), rtol=1e-3, atol=1e-7)
+
+
 def test_token_classification_from_pretraining_checkpoint(root, pretrained):
-    directory, _ = pretrained
+    directory, initial = pretrained
     model_dir = root / "tagging"
     results = finetune.main([
         "--task=token_classification", f"--init_checkpoint={directory}",
         f"--train_data={root}/tags.jsonl", f"--model_dir={model_dir}",
         "--train_steps=6", *common_flags(root),
     ])
-    assert results["step"] == 6 and 0.0 <= results["token_accuracy"] <= 1.0
+    assert results["step"] == 6
     assert results["data"][0]["skipped"] == {"malformed JSON": 1, "tags not one per token": 1}
     assert json.loads((model_dir / "labels.json").read_text()) == ["LOC", "O"]
     assert "ckpt-7" in results["init"]
+    model = _restored(BertTokenClassifier(_run_encoder(model_dir), num_classes=2), model_dir)
+    _assert_started_from(model.encoder, initial)
+    # Token accuracy recomputed from the final checkpoint: over the first
+    # piece of each word (weight 1), not over every position.
+    examples, _ = finetune_data.read_token_classification(str(root / "tags.jsonl"), ["LOC", "O"])
+    dataset = finetune_data.token_classification_dataset(
+        examples, ["LOC", "O"], BertTokenizer(str(root / "vocab.txt")), MAX_SEQ_LENGTH, 16)
+    first_right = first_pieces = every_right = positions = 0
+    for features, labels, weights in dataset:
+        right = np.argmax(model(features), axis=-1) == labels.numpy()
+        first_right += (right * weights.numpy()).sum()
+        first_pieces += weights.numpy().sum()
+        every_right += right.sum()
+        positions += right.size
+    np.testing.assert_allclose(results["token_accuracy"], first_right / first_pieces, rtol=1e-6)
+    # The data tells the two apart, so the assertion above could fail.
+    print(f"\ntoken accuracy: first pieces {first_right / first_pieces:.4f}, "
+          f"every position {every_right / positions:.4f}")
+    assert abs(every_right / positions - first_right / first_pieces) > 0.01
 
 
 def test_span_from_huggingface_checkpoint(root, huggingface):
-    directory, _ = huggingface
+    directory, initial = huggingface
     model_dir = root / "span"
     results = finetune.main([
         "--task=span", f"--init_checkpoint={directory}",
-        f"--train_data={root}/spans.jsonl", f"--model_dir={model_dir}",
-        "--train_steps=6", *common_flags(root),
+        f"--train_data={root}/spans.jsonl", f"--eval_data={root}/spans_eval.jsonl",
+        f"--model_dir={model_dir}", "--train_steps=6", *common_flags(root),
     ])
     assert results["step"] == 6
-    for name in ("start_accuracy", "end_accuracy", "exact_match"):
-        assert 0.0 <= results[name] <= 1.0, results
-    assert results["exact_match"] <= min(results["start_accuracy"], results["end_accuracy"])
+    assert "Hugging Face" in results["init"]
     assert results["data"][0]["skipped"] == {
         "answer not at answer_start": 1, "answer truncated away": 1}
+    model = _restored(BertSpanExtractor(_run_encoder(model_dir)), model_dir)
+    _assert_started_from(model.encoder, initial)
+    # The metrics recomputed from the final checkpoint: exact match is both
+    # argmax positions right.
+    examples, report = finetune_data.read_spans(str(root / "spans_eval.jsonl"))
+    encoded = finetune_data.encode_spans(
+        examples, BertTokenizer(str(root / "vocab.txt")), MAX_SEQ_LENGTH, report)
+    outputs = model({name: encoded[name] for name in FEATURES})
+    start_right = np.argmax(outputs["start_logits"], -1) == encoded["start_positions"]
+    end_right = np.argmax(outputs["end_logits"], -1) == encoded["end_positions"]
+    print(f"\nspan: start {start_right.mean():.4f}, end {end_right.mean():.4f}, "
+          f"exact {(start_right & end_right).mean():.4f}")
+    np.testing.assert_allclose(results["start_accuracy"], start_right.mean(), rtol=1e-6)
+    np.testing.assert_allclose(results["end_accuracy"], end_right.mean(), rtol=1e-6)
+    np.testing.assert_allclose(results["exact_match"], (start_right & end_right).mean(), rtol=1e-6)
+    # The data tells the three apart, so the assertions above could fail.
+    assert (start_right & ~end_right).any() and (end_right & ~start_right).any()
