@@ -4,12 +4,14 @@ vocabulary, exported by `tfnlp.export` with its text signature, behind
 
 import json
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401 (the text signature's ops)
 
 from tests.serve.client import call
+from tests.text.reference_bert_tokenizer import ReferenceBertTokenizer
 from tfnlp.export import BertTextPreprocessor, export_saved_model
 from tfnlp.models import BertClassifier, BertConfig, BertEncoder
 from tfnlp.serve.http_server import start_server
@@ -23,12 +25,24 @@ PREDICT = "/v1/models/books:predict"
 
 
 @pytest.fixture(scope="module")
-def export_dir(tmp_path_factory, shared_data_dir):
-    tokenizer = BertTokenizer(shared_data_dir / "vocab" / "bert-base-uncased-vocab.txt")
+def vocab_file(shared_data_dir):
+    return shared_data_dir / "vocab" / "bert-base-uncased-vocab.txt"
+
+
+@pytest.fixture(scope="module")
+def classifier(vocab_file):
+    keras.utils.set_random_seed(0)
+    tokenizer = BertTokenizer(vocab_file)
     encoder = BertEncoder(BertConfig.preset("tiny", vocab_size=tokenizer.vocab_size))
+    return BertClassifier(encoder, num_classes=2)
+
+
+@pytest.fixture(scope="module")
+def export_dir(tmp_path_factory, vocab_file, classifier):
     directory = tmp_path_factory.mktemp("serving") / "books"
-    export_saved_model(BertClassifier(encoder, num_classes=2), str(directory),
-                       BertTextPreprocessor(tokenizer, SEQUENCE_LENGTH), labels=LABELS)
+    export_saved_model(classifier, str(directory),
+                       BertTextPreprocessor(BertTokenizer(vocab_file), SEQUENCE_LENGTH),
+                       labels=LABELS)
     return directory
 
 
@@ -60,12 +74,48 @@ def test_predictions_equal_a_direct_savedmodel_call(server, export_dir, sentence
     assert columnar["outputs"]["label"] == [row["label"] for row in body["predictions"][:2]]
 
 
-def test_pairs_and_over_long_text_are_packed_and_truncated(server, sentences):
+def reference_inputs(tokenizer, *segments):
+    """google-research/bert's packing of one or two segments: [CLS] A [SEP]
+    (B [SEP]), the longer segment losing its last token first (the second
+    on a tie, `_truncate_seq_pair`), zero-padded to SEQUENCE_LENGTH."""
+    segments = [tokenizer.tokenize_to_ids(text) for text in segments]
+    budget = SEQUENCE_LENGTH - 1 - len(segments)
+    while sum(map(len, segments)) > budget:
+        max(reversed(segments), key=len).pop()
+    cls_id, sep_id = tokenizer.vocabulary["[CLS]"], tokenizer.vocabulary["[SEP]"]
+    ids, segment_ids = [cls_id], [0]
+    for index, segment in enumerate(segments):
+        ids += segment + [sep_id]
+        segment_ids += [index] * (len(segment) + 1)
+    padding = [0] * (SEQUENCE_LENGTH - len(ids))
+    return {"input_ids": ids + padding, "input_mask": [1] * len(ids) + padding,
+            "segment_ids": segment_ids + padding}
+
+
+def reference_probabilities(classifier, rows):
+    batch = {name: np.array([row[name] for row in rows], "int32") for name in rows[0]}
+    logits = np.asarray(classifier(batch))
+    return np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+
+
+def test_pairs_and_over_long_text_are_packed_and_truncated(server, classifier, vocab_file,
+                                                          sentences):
     long_text = " ".join(sentences) * 40  # far more than 64 tokens, under the byte limit
-    status, body = call(server, "POST", PREDICT, {"instances": [[sentences[0], sentences[1]],
-                                                                [long_text, long_text]]})
+    pairs = [[sentences[0], sentences[1]], [long_text, sentences[2]], [long_text, long_text]]
+    status, body = call(server, "POST", PREDICT, {"instances": pairs})
     assert status == 200, body
-    assert all(row["label"] in LABELS for row in body["predictions"])
+    served = np.array([row["probabilities"] for row in body["predictions"]])
+    tokenizer = ReferenceBertTokenizer(vocab_file)
+    expected = reference_probabilities(
+        classifier, [reference_inputs(tokenizer, *pair) for pair in pairs])
+    # Measured agreement: 6e-8 (one float32 step near 0.5).
+    np.testing.assert_allclose(served, expected, atol=1e-6)
+    # Even this random-weight model moves its probabilities by 1.6e-4 or more
+    # when a segment is left out, so the comparison above would see it.
+    for side in (0, 1):
+        alone = reference_probabilities(
+            classifier, [reference_inputs(tokenizer, pair[side]) for pair in pairs])
+        assert np.all(np.abs(alone - expected).max(axis=-1) > 1e-5)
     status, body = call(server, "POST", PREDICT, {"instances": ["x" * 60_000]})
     assert status == 400 and "50000" in body["error"]
 
@@ -85,10 +135,24 @@ def test_metadata_describes_the_text_signature(server):
     assert set(signature["outputs"]) == {"label", "class_id", "probabilities"}
 
 
-def test_load_test_of_2000_text_requests_at_concurrency_16(server, sentences):
-    body = json.dumps({"instances": [sentences[0]]})
-    result = run_load_test(f"{server.url}{PREDICT}", body=body, requests=2000,
-                           concurrency=16, timeout_seconds=240)
+def test_load_test_of_2000_text_requests_at_concurrency_16(server, export_dir, sentences):
+    # Each sentence in turn; every answer is checked against a direct call
+    # of the SavedModel on that sentence.
+    direct = tf.saved_model.load(str(export_dir / "1")).signatures["serving_default"](
+        text=tf.constant(sentences))
+    labels = [label.decode() for label in direct["label"].numpy()]
+    probabilities = direct["probabilities"].numpy()
+
+    def check(body_index, answer):
+        prediction, = json.loads(answer)["predictions"]
+        if prediction["label"] != labels[body_index] or not np.allclose(
+                prediction["probabilities"], probabilities[body_index], rtol=0, atol=1e-6):
+            return f"answer to sentence {body_index}: {prediction}"
+        return None
+
+    bodies = [json.dumps({"instances": [sentence]}) for sentence in sentences]
+    result = run_load_test(f"{server.url}{PREDICT}", body=bodies, requests=2000,
+                           concurrency=16, timeout_seconds=240, check=check)
     print(f"\nBERT load test: {json.dumps(result)}")
     assert result["requests"] == 2000 and not result["timed_out"]
     assert result["errors"] == 0, result["first_error"]

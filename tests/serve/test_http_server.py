@@ -1,5 +1,6 @@
 """The REST API over HTTP, against the toy model (tests/serve/toy_models.py)."""
 
+import base64
 import http.client
 import json
 import logging
@@ -218,11 +219,37 @@ def test_concurrent_predictions_are_merged_into_fewer_calls(model_store):
     assert int(calls.numpy()) - calls_before < 16
 
 
+def toy_answer(text):
+    """The toy model's answer to one ASCII text, worked out by hand."""
+    return {"predictions": [{
+        "first_byte": text[0], "length": len(text) + LENGTH_OFFSET,
+        "text_bytes": {"b64": base64.b64encode(text.encode()).decode()}, "upper": text.upper(),
+    }]}
+
+
 def test_load_test_of_2000_requests(server):
-    result = run_load_test(f"{server.url}{PREDICT}", body='{"instances": ["some text"]}',
-                           requests=2000, concurrency=16, timeout_seconds=120)
+    # Sixteen different requests in turn: each answer must be its own, so
+    # rows mixed up between merged requests count as errors.
+    texts = [f"text {index} " + "x" * index for index in range(16)]
+    expected = [toy_answer(text) for text in texts]
+
+    def check(body_index, answer):
+        if json.loads(answer) != expected[body_index]:
+            return f"answer to {texts[body_index]!r}: {answer[:200]!r}"
+        return None
+
+    result = run_load_test(f"{server.url}{PREDICT}",
+                           body=[json.dumps({"instances": [text]}) for text in texts],
+                           requests=2000, concurrency=16, timeout_seconds=120, check=check)
     print(f"\nload test: {json.dumps(result)}")
     assert result["requests"] == 2000 and not result["timed_out"]
     assert result["errors"] == 0, result["first_error"]
     assert 0 < result["p50_ms"] <= result["p99_ms"]
     assert result["requests_per_second"] > 0
+
+
+def test_load_test_counts_wrong_answers_as_errors(server):
+    result = run_load_test(f"{server.url}{PREDICT}", body='{"instances": ["ab"]}',
+                           requests=5, concurrency=2, timeout_seconds=60,
+                           check=lambda body_index, answer: "always wrong")
+    assert (result["requests"], result["errors"], result["first_error"]) == (5, 5, "always wrong")

@@ -9,8 +9,9 @@ prints one JSON line: {"requests": ..., "errors": ..., "p50_ms": ...,
 "p99_ms": ..., "requests_per_second": ..., "timed_out": ...,
 "first_error": ...}. Each
 connection is a keep-alive `http.client` connection in its own thread; a
-request counts as an error unless it is answered 200. The run stops after
-`requests` requests or `timeout_seconds`, whichever comes first.
+request counts as an error unless it is answered 200 (and, from Python,
+unless its answer passes `check`). The run stops after `requests` requests
+or `timeout_seconds`, whichever comes first.
 """
 
 import argparse
@@ -34,10 +35,10 @@ class _Results:
         self.first_error = None
 
     def take_request(self):
-        """Whether another request is left to send."""
+        """The index of the next request to send, or None when all are taken."""
         with self._lock:
             self._next_index += 1
-            return self._next_index <= self._requests
+            return self._next_index - 1 if self._next_index <= self._requests else None
 
     def record(self, latency_ms, error=None):
         """Records one request; `error` describes its failure, if any."""
@@ -55,18 +56,26 @@ def _percentile(sorted_values, fraction):
     return sorted_values[max(0, math.ceil(fraction * len(sorted_values)) - 1)]
 
 
-def run_load_test(url, body=None, requests=2000, concurrency=16, timeout_seconds=300.0):
+def run_load_test(url, body=None, requests=2000, concurrency=16, timeout_seconds=300.0,
+                  check=None):
     """Sends `requests` requests to `url` over `concurrency` connections.
 
     Args:
         url: the URL, e.g. "http://127.0.0.1:8501/v1/models/m:predict".
-        body: the JSON body (str or bytes) to POST; None sends GETs.
+        body: the JSON body (str or bytes) to POST, or a list of bodies
+            sent in turn (request `i` sends body `i % len(body)`); None
+            sends GETs.
         requests: how many requests to send in all.
         concurrency: how many connections send at the same time.
         timeout_seconds: when to stop sending, even if requests are left.
+        check: None, or a function `(body_index, answer)` called with the
+            bytes of each 200 answer; what it returns, if not None, is the
+            description of a wrong answer, and the request counts as an
+            error.
 
     Returns:
-        A dict with `requests` (answered or failed), `errors` (not 200),
+        A dict with `requests` (answered or failed), `errors` (not 200, or
+        failing `check`),
         `p50_ms`, `p99_ms`, `requests_per_second`, `timed_out` and
         `first_error` (what went wrong with the first failed request, or
         None).
@@ -74,25 +83,32 @@ def run_load_test(url, body=None, requests=2000, concurrency=16, timeout_seconds
     parts = urllib.parse.urlsplit(url)
     target = parts.path + (f"?{parts.query}" if parts.query else "")
     method = "GET" if body is None else "POST"
-    payload = body.encode("utf-8") if isinstance(body, str) else body
+    bodies = body if isinstance(body, (list, tuple)) else [body]
+    payloads = [each.encode("utf-8") if isinstance(each, str) else each for each in bodies]
     headers = {} if body is None else {"Content-Type": "application/json"}
     results = _Results(requests)
     deadline = time.monotonic() + timeout_seconds
 
     def send_requests():
         connection = None
-        while time.monotonic() < deadline and results.take_request():
+        while time.monotonic() < deadline:
+            index = results.take_request()
+            if index is None:
+                break
+            body_index = index % len(payloads)
             started = time.perf_counter()
             try:
                 if connection is None:
                     connection = http.client.HTTPConnection(
                         parts.hostname, parts.port or 80,
                         timeout=max(deadline - time.monotonic(), 0.1))
-                connection.request(method, target, body=payload, headers=headers)
+                connection.request(method, target, body=payloads[body_index], headers=headers)
                 response = connection.getresponse()
                 answer = response.read()
-                error = None if response.status == 200 else (
-                    f"HTTP {response.status}: {answer[:200].decode('utf-8', 'replace')}")
+                if response.status != 200:
+                    error = f"HTTP {response.status}: {answer[:200].decode('utf-8', 'replace')}"
+                else:
+                    error = check(body_index, answer) if check else None
                 if response.will_close:
                     connection.close()
                     connection = None
