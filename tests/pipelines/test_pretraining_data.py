@@ -67,15 +67,18 @@ def test_real_text_matches_the_original_distribution(gutenberg_run):
     dupe factor 1, seed 12345) gives 18,138 instances, mean length 117.7,
     mask rate 0.1485, 80.0/10.0/10.0 and NSP random share 0.542."""
     stats, _ = gutenberg_run
+    # Measured: 18,325 instances (1.0% more), mean length 116.86 (0.7% less),
+    # mask rate 0.1486, shares 0.7996/0.1001/0.1003 of 318,244 masked
+    # positions (sampling sd 5e-4), NSP random share 0.539 (sd 0.004).
     assert stats["documents"]["used"] == 17
-    assert stats["instances"] == pytest.approx(18138, rel=0.10)
-    assert stats["mean_instance_length"] == pytest.approx(117.7, rel=0.03)
-    assert stats["mask_rate"] == pytest.approx(0.1485, abs=0.005)
+    assert stats["instances"] == pytest.approx(18138, rel=0.02)
+    assert stats["mean_instance_length"] == pytest.approx(117.7, rel=0.01)
+    assert stats["mask_rate"] == pytest.approx(0.1485, abs=0.001)
     shares = stats["replacement_shares"]
-    assert shares["mask"] == pytest.approx(0.80, abs=0.01)
-    assert shares["random"] == pytest.approx(0.10, abs=0.01)
-    assert shares["unchanged"] == pytest.approx(0.10, abs=0.01)
-    assert 0.50 <= stats["nsp_random_share"] <= 0.56
+    assert shares["mask"] == pytest.approx(0.80, abs=0.003)
+    assert shares["random"] == pytest.approx(0.10, abs=0.003)
+    assert shares["unchanged"] == pytest.approx(0.10, abs=0.003)
+    assert stats["nsp_random_share"] == pytest.approx(0.542, abs=0.01)
 
 
 def test_records_have_the_original_schema_and_account_for_the_stats(gutenberg_run):
@@ -196,8 +199,13 @@ def test_dynamic_masking_writes_unmasked_gzip_records(shared_data_dir, tmp_path)
     stats = run_job(shared_data_dir, corpus, output, "--dynamic_masking", "--gzip",
                     "--dupe_factor=1", "--do_whole_word_mask=true")
     paths = list(output.glob("pretraining-*.tfrecord.gz"))
-    assert paths and gzip.open(paths[0]).read(1) is not None
-    features = parse(read_records(output))
+    assert paths
+    for path in paths:
+        assert path.read_bytes()[:2] == b"\x1f\x8b", f"{path} is not gzip"
+        assert len(gzip.decompress(path.read_bytes())) > 0
+    records = read_records(output)
+    assert len(records) == stats["instances"] > 0
+    features = parse(records)
     assert stats["masked_positions"] == 0
     assert float(tf.reduce_sum(features["masked_lm_weights"])) == 0.0
     assert not (features["input_ids"].numpy() == 103).any()
