@@ -1,0 +1,213 @@
+"""Shows that tests catch what they name: each case breaks the code on purpose
+and runs the tests that must notice.
+
+    python -m tools.broken_versions                  # every case
+    python -m tools.broken_versions --case NAME ...  # some cases
+    python -m tools.broken_versions --list
+    python -m tools.broken_versions --tests_from=REV # the tests as of REV
+    python -m tools.broken_versions --control        # unbroken: all must pass
+
+A case replaces one piece of text in one source file, in a throwaway copy of
+the working tree (the checkout itself is never touched), and runs the named
+tests there with pytest. The breakage is caught when those tests fail. The
+table at the end says, for each case, "caught" (every named test failed),
+"partly" (some did), "MISSED" (they all passed on broken code) or "not
+found" (a test does not exist, e.g. with `--tests_from` a revision from
+before it was written), and how long it took; the exit status is 1 unless
+every case was caught. `--control` runs the same tests on an unbroken copy,
+where they must pass, so that a failure is known to come from the breakage.
+
+This is the habit of docs/ARCHITECTURE.md's testing section made
+repeatable: a test is trusted once it has been seen to fail on a broken
+version of the code it checks. `tools/mutation_report.py` does the same
+blindly, over many small mutations of the pure-Python modules; the cases
+here are the deliberate, larger breakages that found weak tests (issue 15),
+for the tests that need TensorFlow, subprocesses or trained models.
+"""
+
+import argparse
+import dataclasses
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
+# Not copied: the environment, git's data, and the mutation tool's outputs.
+IGNORED = (".venv", ".git", "mutants", "results", "__pycache__", ".pytest_cache",
+           "demo_output", "*.egg-info")
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One deliberate breakage and the tests that must fail on it."""
+
+    name: str
+    path: str
+    old: str
+    new: str
+    tests: tuple
+
+
+CASES = (
+    Case("batching_key_ignores_shapes_and_dtypes", "tfnlp/serve/batching.py",
+         "(name, array.shape[1:], array.dtype.str)", "(name,)",
+         ("tests/serve/test_batching.py::test_requests_of_different_shapes_are_not_merged",
+          "tests/serve/test_batching.py::test_requests_of_different_dtypes_are_not_merged")),
+    Case("batching_key_ignores_dtypes", "tfnlp/serve/batching.py",
+         "(name, array.shape[1:], array.dtype.str)", "(name, array.shape[1:])",
+         ("tests/serve/test_batching.py::test_requests_of_different_dtypes_are_not_merged",)),
+    Case("batching_answers_every_request_with_the_first_rows", "tfnlp/serve/batching.py",
+         "{name: parts[index] for name, parts in split.items()}",
+         "{name: parts[0] for name, parts in split.items()}",
+         ("tests/serve/test_http_server.py::test_load_test_of_2000_requests",
+          "tests/serve/test_bert_serving.py::test_load_test_of_2000_text_requests_at_concurrency_16")),
+    Case("replicas_apply_no_update", "trainer/training_loop.py",
+         "        self.optimizer.apply(gradients, self.model.trainable_variables)",
+         "        if self.num_replicas == 1:\n"
+         "            self.optimizer.apply(gradients, self.model.trainable_variables)",
+         ("tests/trainer/test_pretrain.py::test_mirrored_strategy_matches_one_replica",
+          "tests/trainer/test_pretrain.py::test_multi_worker_strategy_matches_one_replica")),
+    Case("replicas_normalise_by_their_own_masked_lm_weights", "trainer/training_loop.py",
+         "mlm_denominator = weight_total + MLM_DENOMINATOR_EPSILON",
+         "mlm_denominator = tf.reduce_sum(tf.cast(batch['masked_lm_weights'], tf.float32))"
+         " + MLM_DENOMINATOR_EPSILON",
+         ("tests/trainer/test_pretrain.py::test_mirrored_strategy_matches_one_replica",)),
+    Case("token_accuracy_counts_every_position", "trainer/finetune.py",
+         'weighted_metrics=[keras.metrics.SparseCategoricalAccuracy(name="token_accuracy")]',
+         'metrics=[keras.metrics.SparseCategoricalAccuracy(name="token_accuracy")]',
+         ("tests/trainer/test_finetune.py::test_token_classification_from_pretraining_checkpoint",)),
+    Case("pretraining_checkpoint_not_restored", "trainer/finetune.py",
+         "    restore_encoder(encoder, prefix)\n    return encoder,",
+         "    return encoder,",
+         ("tests/trainer/test_finetune.py::test_token_classification_from_pretraining_checkpoint",)),
+    Case("exact_match_is_the_start_alone", "trainer/finetune.py",
+         'right = (start[:count] == positions["start"]) & (end[:count] == positions["end"])',
+         'right = start[:count] == positions["start"]',
+         ("tests/trainer/test_finetune.py::test_span_from_huggingface_checkpoint",)),
+    Case("exact_match_is_either_position", "trainer/finetune.py",
+         'right = (start[:count] == positions["start"]) & (end[:count] == positions["end"])',
+         'right = (start[:count] == positions["start"]) | (end[:count] == positions["end"])',
+         ("tests/trainer/test_finetune.py::test_span_from_huggingface_checkpoint",)),
+    Case("huggingface_weights_not_loaded", "trainer/finetune.py",
+         "        huggingface.load_encoder_weights(encoder, checkpoint.encoder_tensors, path)\n",
+         "",
+         ("tests/trainer/test_finetune.py::test_span_from_huggingface_checkpoint",)),
+    Case("pairs_lose_their_first_segment", "tfnlp/export/text_preprocessor.py",
+         "return self._pack([tokenize(columns[:, 0]), tokenize(columns[:, 1])])",
+         "return self._pack([tokenize(columns[:, 1])])",
+         ("tests/serve/test_bert_serving.py::test_pairs_and_over_long_text_are_packed_and_truncated",)),
+    Case("pretraining_exports_fresh_weights", "trainer/pretrain.py",
+         "            export_dir = export_trained_model(\n                model,",
+         "            export_dir = export_trained_model(\n"
+         "                build_pretraining_model(config),",
+         ("tests/trainer/test_pretrain.py::test_exports_the_encoder",)),
+    Case("trainer_export_skips_the_checkpoint", "trainer/export.py",
+         "    _restore(model, model_dir, checkpoint)\n    return model",
+         "    return model",
+         ("tests/trainer/test_pretrain.py::test_trainer_export_of_a_pretraining_run",)),
+    Case("nan_loss_not_checked", "trainer/pretrain.py",
+         "            if not math.isfinite(loss):", "            if False:",
+         ("tests/trainer/test_resume_and_steps.py::test_nan_loss_stops_with_the_step",)),
+    Case("checkpoint_saved_before_the_nan_check", "trainer/pretrain.py",
+         "            if not math.isfinite(loss):",
+         "            checkpoints.save(current_step)\n            if not math.isfinite(loss):",
+         ("tests/trainer/test_resume_and_steps.py::test_nan_loss_stops_with_the_step",)),
+    Case("masked_share_off_by_a_point", "pipelines/pretraining_instances.py",
+         "        if rng.random() < 0.8:", "        if rng.random() < 0.808:",
+         ("tests/pipelines/test_pretraining_data.py::test_real_text_matches_the_original_distribution",)),
+    Case("instances_three_tokens_shorter", "pipelines/pretraining_instances.py",
+         "    max_num_tokens = config.max_seq_length - 3",
+         "    max_num_tokens = config.max_seq_length - 6",
+         ("tests/pipelines/test_pretraining_data.py::test_real_text_matches_the_original_distribution",)),
+)
+
+
+def copy_tree(destination, tests_from=None):
+    """Copies the working tree to `destination`; with `tests_from`, its
+    `tests/` folder is that git revision's."""
+    shutil.copytree(REPOSITORY, destination, ignore=shutil.ignore_patterns(*IGNORED))
+    if tests_from:
+        shutil.rmtree(destination / "tests")
+        archive = subprocess.run(["git", "archive", tests_from, "tests"], cwd=REPOSITORY,
+                                 check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x"], cwd=destination, input=archive, check=True)
+
+
+def break_code(root, case):
+    path = root / case.path
+    text = path.read_text(encoding="utf-8")
+    if text.count(case.old) != 1:
+        raise ValueError(
+            f"Case {case.name}: the text to replace occurs {text.count(case.old)} times in "
+            f"{case.path}, not once. The code has changed: update the case in {__file__}."
+        )
+    path.write_text(text.replace(case.old, case.new), encoding="utf-8")
+
+
+def run_tests(root, tests):
+    """Runs pytest on `tests` in `root`; returns (outcome, seconds, summary)."""
+    environment = dict(os.environ, PYTHONPATH=str(root), TF_CPP_MIN_LOG_LEVEL="2")
+    environment.setdefault("TFNLP_DATA_DIR", str(REPOSITORY.parent / "shared" / "data"))
+    started = time.monotonic()
+    process = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+         *tests],
+        cwd=root, env=environment, capture_output=True, text=True,
+    )
+    seconds = time.monotonic() - started
+    summary = process.stdout.strip().splitlines()[-1] if process.stdout.strip() else ""
+    failed = int(re.search(r"(\d+) failed", summary).group(1)) if "failed" in summary else 0
+    if process.returncode not in (0, 1):  # 4 or 5: a test was not found
+        outcome = "not found"
+    elif failed == len(tests):
+        outcome = "caught"
+    else:
+        outcome = "partly" if failed else "MISSED"
+    return outcome, seconds, summary
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m tools.broken_versions",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--case", nargs="*", default=None, help="Cases to run (default: all).")
+    parser.add_argument("--list", action="store_true", help="List the cases and exit.")
+    parser.add_argument("--tests_from", default=None,
+                        help="Run the tests of this git revision instead of the working tree's.")
+    parser.add_argument("--control", action="store_true",
+                        help="Leave the code unbroken: every case's tests must then pass.")
+    flags = parser.parse_args(argv)
+    if flags.list:
+        for case in CASES:
+            print(f"{case.name}: {case.path} -> {', '.join(case.tests)}")
+        return 0
+    unknown = set(flags.case or ()) - {case.name for case in CASES}
+    if unknown:
+        parser.error(f"unknown case(s) {sorted(unknown)}; --list shows them.")
+    cases = [case for case in CASES if flags.case is None or case.name in flags.case]
+    rows = []
+    for case in cases:
+        with tempfile.TemporaryDirectory(prefix="broken_") as directory:
+            root = pathlib.Path(directory) / "tree"
+            copy_tree(root, flags.tests_from)
+            if not flags.control:
+                break_code(root, case)
+            outcome, seconds, summary = run_tests(root, case.tests)
+            if flags.control:
+                outcome = {"MISSED": "passed", "caught": "FAILED"}.get(outcome, outcome)
+        rows.append((case.name, outcome, seconds))
+        print(f"{case.name}: {outcome} in {seconds:.0f} s ({summary})", flush=True)
+    width = max(len(name) for name, _, _ in rows)
+    print(f"\n{'case':<{width}}  outcome    seconds")
+    for name, outcome, seconds in rows:
+        print(f"{name:<{width}}  {outcome:<9}  {seconds:7.0f}")
+    expected = "passed" if flags.control else "caught"
+    return 0 if all(outcome == expected for _, outcome, _ in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
