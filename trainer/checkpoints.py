@@ -6,6 +6,8 @@ import shutil
 
 import tensorflow as tf
 
+from trainer import run_files
+
 LOGGER = logging.getLogger(__name__)
 
 
@@ -33,7 +35,8 @@ class Checkpoints:
         self.chief = chief
         directory = model_dir
         if not chief:
-            directory = os.path.join(model_dir, ".worker_checkpoints", f"worker_{task_id}")
+            directory = run_files.worker_directory(
+                model_dir, run_files.WORKER_CHECKPOINTS, task_id)
         self.directory = directory
         self.manager = tf.train.CheckpointManager(
             checkpoint, directory, max_to_keep=keep, step_counter=step

@@ -26,7 +26,6 @@ the end of training.
 """
 
 import argparse
-import json
 import logging
 import os
 import sys
@@ -34,27 +33,23 @@ import sys
 import tensorflow as tf
 
 from tfnlp.command_line import add_boolean_flag
+from tfnlp.export import BertTextPreprocessor, export_saved_model
 from tfnlp.export.bert_signatures import POOLINGS
+from tfnlp.models import (
+    BertEncoder,
+    BertPretrainingModel,
+    BertSpanExtractor,
+    huggingface,
+)
+from tfnlp.models.bert_pretraining import load_huggingface_head_weights
+from tfnlp.text import BertTokenizer
+from trainer import run_files
+from trainer.bert_models import check_inputs_fit, load_run_model
+from trainer.checkpoints import is_huggingface_directory
 
 LOGGER = logging.getLogger("trainer.export")
 
-SERVING_FILE = "serving.json"
-CONFIG_FILE = "config.json"
-MODEL_KINDS = ("pretraining", "classification", "token_classification", "span")
 DEFAULT_SEQUENCE_LENGTH = 128
-
-
-def write_serving_record(model_dir, record):
-    """Writes `model_dir/serving.json`: what an export of the run needs
-    besides its checkpoint (`model`: one of MODEL_KINDS; `vocab_file`,
-    `lower_case`, `sequence_length`, `labels`, `dropout` when known)."""
-    with tf.io.gfile.GFile(os.path.join(model_dir, SERVING_FILE), "w") as file:
-        file.write(json.dumps(record, indent=2) + "\n")
-
-
-def read_serving_record(model_dir):
-    """The record of `write_serving_record`, or `{}` if the run has none."""
-    return _read_json(os.path.join(model_dir, SERVING_FILE), {})
 
 
 def export_trained_model(model, export_dir, vocab_file=None, lower_case=True,
@@ -66,27 +61,13 @@ def export_trained_model(model, export_dir, vocab_file=None, lower_case=True,
     pretraining model exports its encoder alone: fill-mask needs the
     vocabulary). `options` go to `tfnlp.export.export_saved_model`.
     """
-    from tfnlp.export import BertTextPreprocessor, export_saved_model
-    from tfnlp.models import BertPretrainingModel
-    from tfnlp.text import BertTokenizer
-
     preprocessor = None
     if vocab_file:
         preprocessor = BertTextPreprocessor(
             BertTokenizer(vocab_file, lower_case=lower_case), sequence_length
         )
-        if preprocessor.tokenizer.vocab_size > model.config.vocab_size:
-            raise ValueError(
-                f"The vocabulary {vocab_file} has {preprocessor.tokenizer.vocab_size} "
-                f"tokens but the model only {model.config.vocab_size} embeddings. Give "
-                "the vocabulary the model was trained with (--vocab_file)."
-            )
-        if sequence_length > model.config.max_position_embeddings:
-            raise ValueError(
-                f"The sequence length {sequence_length} is longer than the model's "
-                f"max_position_embeddings={model.config.max_position_embeddings}; "
-                "give a shorter --max_seq_length."
-            )
+        check_inputs_fit(model.config, vocab_file, preprocessor.tokenizer.vocab_size,
+                         sequence_length)
     elif isinstance(model, BertPretrainingModel):
         LOGGER.warning(
             "No vocabulary: exporting the encoder's ids signatures only (fill-mask "
@@ -104,63 +85,16 @@ def export_trained_model(model, export_dir, vocab_file=None, lower_case=True,
 # Loading a trained model from its model_dir
 
 
-def _restore(model, model_dir, checkpoint):
-    from trainer.checkpoints import find_checkpoint
-
-    prefix = find_checkpoint(checkpoint or model_dir, "--checkpoint" if checkpoint else "--model_dir")
-    status = tf.train.Checkpoint(model=model).restore(prefix)
-    try:
-        status.assert_existing_objects_matched()
-    except AssertionError as error:
-        raise ValueError(
-            f"The checkpoint {prefix} does not match the model rebuilt from "
-            f"{model_dir}/{CONFIG_FILE} ({error}). Export with the config.json the "
-            "run wrote beside its checkpoints."
-        ) from None
-    status.expect_partial()
-    LOGGER.info("Restored %s from %s.", type(model).__name__, prefix)
-    return prefix
-
-
-def _training_run_model(model_dir, record, checkpoint):
-    from tfnlp.models import BertConfig, BertEncoder, BertPretrainingModel
-    from trainer.finetune import build_model
-
-    config_path = os.path.join(model_dir, CONFIG_FILE)
-    if not tf.io.gfile.exists(config_path):
-        raise FileNotFoundError(
-            f"{model_dir} has no {CONFIG_FILE}: pass the --model_dir of a trainer.pretrain "
-            "or trainer.finetune run, or a Hugging Face BERT directory."
-        )
-    encoder = BertEncoder(BertConfig.from_json(config_path))
-    kind = record.get("model", "pretraining")
-    if kind not in MODEL_KINDS:
-        raise ValueError(f"{model_dir}/{SERVING_FILE} names an unknown model {kind!r}.")
-    if kind == "pretraining":
-        model = BertPretrainingModel(encoder)
-    else:
-        labels = record.get("labels") or []
-        model = build_model(kind, encoder, len(labels), record.get("dropout", 0.1))
-    _restore(model, model_dir, checkpoint)
-    return model
-
-
-def _read_json(path, default=None):
-    if not tf.io.gfile.exists(path):
-        return default
-    with tf.io.gfile.GFile(path) as file:
-        return json.load(file)
-
-
 def sentence_transformers_options(model_dir):
     """Pooling, normalization and sequence length of a sentence-transformers
     directory (`modules.json`), or `{}` for a plain Hugging Face model."""
-    modules = _read_json(os.path.join(model_dir, "modules.json"), [])
+    modules = run_files.read_json(os.path.join(model_dir, "modules.json"), [])
     options = {}
     for module in modules:
         kind = module.get("type", "").rsplit(".", 1)[-1]
         if kind == "Pooling":
-            pooling = _read_json(os.path.join(model_dir, module["path"], "config.json"), {})
+            pooling = run_files.read_json(
+                os.path.join(model_dir, module["path"], "config.json"), {})
             if pooling.get("pooling_mode_mean_tokens"):
                 options["pooling"] = "mean"
             elif pooling.get("pooling_mode_cls_token"):
@@ -172,7 +106,7 @@ def sentence_transformers_options(model_dir):
                 )
         elif kind == "Normalize":
             options["normalize"] = True
-    settings = _read_json(os.path.join(model_dir, "sentence_bert_config.json"), {})
+    settings = run_files.read_json(os.path.join(model_dir, "sentence_bert_config.json"), {})
     if modules and "max_seq_length" in settings:
         options["sequence_length"] = settings["max_seq_length"]
     return options
@@ -181,9 +115,6 @@ def sentence_transformers_options(model_dir):
 def _huggingface_model(model_dir):
     """The model of a Hugging Face directory and what its files say about
     serving it (vocabulary, lower-casing, pooling, sequence length)."""
-    from tfnlp.models import BertEncoder, BertPretrainingModel, huggingface
-    from tfnlp.models.bert_pretraining import load_huggingface_head_weights
-
     # Read once: the tensors give the encoder and, if present, its heads.
     checkpoint = huggingface.read_huggingface_checkpoint(model_dir)
     model = BertEncoder(checkpoint.config)
@@ -195,7 +126,7 @@ def _huggingface_model(model_dir):
     vocab_file = os.path.join(model_dir, "vocab.txt")
     if tf.io.gfile.exists(vocab_file):
         record["vocab_file"] = vocab_file
-    tokenizer_config = _read_json(os.path.join(model_dir, "tokenizer_config.json"), {})
+    tokenizer_config = run_files.read_json(os.path.join(model_dir, "tokenizer_config.json"), {})
     if "do_lower_case" in tokenizer_config:
         record["lower_case"] = bool(tokenizer_config["do_lower_case"])
     options = sentence_transformers_options(model_dir)
@@ -214,15 +145,13 @@ def load_trained_model(model_dir, checkpoint=""):
         checkpoint: a checkpoint prefix of the run (default: its latest).
 
     Returns:
-        `(model, record)`, the record as `write_serving_record` writes it
-        (plus `pooling`/`normalize` for sentence-transformers directories).
+        `(model, record)`, the record as `run_files.write_serving_record`
+        writes it (plus `pooling`/`normalize` for sentence-transformers
+        directories).
     """
-    from trainer.checkpoints import is_huggingface_directory
-
     if is_huggingface_directory(model_dir):
         return _huggingface_model(model_dir)
-    record = read_serving_record(model_dir)
-    return _training_run_model(model_dir, record, checkpoint), record
+    return load_run_model(model_dir, checkpoint), run_files.read_serving_record(model_dir)
 
 
 # ---------------------------------------------------------------------------
@@ -272,8 +201,6 @@ def _first(*values):
 
 
 def _signature_options(model, flags, record):
-    from tfnlp.models import BertEncoder, BertPretrainingModel, BertSpanExtractor
-
     options = {}
     if isinstance(model, (BertEncoder, BertPretrainingModel)):
         options["pooling"] = _first(flags.pooling, record.get("pooling"), "pooler")

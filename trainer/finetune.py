@@ -90,26 +90,18 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfnlp.models import (
-    BertClassifier,
-    BertConfig,
-    BertEncoder,
-    BertSpanExtractor,
-    BertTokenClassifier,
-)
-from tfnlp.text.bert_tokenizer import BertTokenizer
-from trainer import distribution, export, finetune_data, optimization
-from trainer.checkpoints import Checkpoints, find_checkpoint, is_huggingface_directory
-from trainer.distribution import STRATEGIES
 from tfnlp.command_line import add_boolean_flag
+from tfnlp.text.bert_tokenizer import BertTokenizer
+from trainer import finetune_data, optimization, run_files, runtime
+from trainer.bert_models import build_model, check_inputs_fit, encoder_from_source
+from trainer.checkpoints import Checkpoints
+from trainer.distribution import STRATEGIES
+from trainer.export import export_trained_model
 from trainer.flags import MIXED_PRECISION
 from trainer.optimization import OPTIMIZERS
 
 LOGGER = logging.getLogger("trainer.finetune")
 
-CONFIG_FILE = "config.json"
-LABELS_FILE = "labels.json"
-RESULTS_FILE = "eval_results.json"
 # The fraction of the steps used for the warmup when --warmup_steps is not given.
 DEFAULT_WARMUP_FRACTION = 0.1
 
@@ -250,80 +242,19 @@ def _config_overrides(flags, from_scratch):
     return {name: getattr(flags, name) for name in names if getattr(flags, name) is not None}
 
 
-def _preset_or_file_config(name, overrides):
-    if name in BertConfig.preset_names():
-        return BertConfig.preset(name, **overrides)
-    if name.endswith(".json"):
-        return BertConfig.from_dict({**BertConfig.from_json(name).to_dict(), **overrides})
-    raise ValueError(
-        f"--config={name!r} is neither a preset ({', '.join(BertConfig.preset_names())}) "
-        "nor a .json BertConfig file."
-    )
-
-
 def build_encoder(flags):
-    """The encoder: restored from `--init_checkpoint`, or new from `--config`.
-
-    Call inside the strategy's scope.
+    """The encoder: restored from `--init_checkpoint`, or new from `--config`
+    (`trainer.bert_models.encoder_from_source`). Call inside the strategy's
+    scope.
 
     Returns:
         `(encoder, source)`, `source` a short description for the logs.
     """
-    path = flags.init_checkpoint
-    if not path:
-        config = _preset_or_file_config(flags.config, _config_overrides(flags, True))
-        return BertEncoder(config), f"random weights of --config={flags.config}"
-    overrides = _config_overrides(flags, False)
-    if flags.config:
+    if flags.init_checkpoint and flags.config:
         LOGGER.info("--config=%s is ignored: the config comes with --init_checkpoint.",
                     flags.config)
-    if is_huggingface_directory(path):
-        from tfnlp.models import huggingface
-
-        checkpoint = huggingface.read_huggingface_checkpoint(path)
-        encoder = BertEncoder(dataclasses.replace(checkpoint.config, **overrides))
-        huggingface.load_encoder_weights(encoder, checkpoint.encoder_tensors, path)
-        return encoder, f"the Hugging Face checkpoint {path}"
-    prefix = find_checkpoint(path, "--init_checkpoint")
-    config_path = os.path.join(os.path.dirname(prefix), CONFIG_FILE)
-    if not tf.io.gfile.exists(config_path):
-        raise FileNotFoundError(
-            f"No {CONFIG_FILE} beside the checkpoint {prefix}. The pretraining "
-            "trainer writes the BertConfig there; copy it back (or write one with "
-            "BertConfig.to_json)."
-        )
-    config = BertConfig.from_dict({**BertConfig.from_json(config_path).to_dict(), **overrides})
-    encoder = BertEncoder(config)
-    restore_encoder(encoder, prefix)
-    return encoder, f"the encoder of the checkpoint {prefix}"
-
-
-def restore_encoder(encoder, prefix):
-    """Restores `encoder` from the `model/encoder` object of a checkpoint.
-
-    That is the encoder of a `trainer.pretrain` checkpoint
-    (`tf.train.Checkpoint(model=BertPretrainingModel, ...)`) and of this
-    script's checkpoints (`model=` a fine-tuning model). Everything else in
-    the checkpoint (heads, optimizer) is left alone.
-
-    Raises:
-        ValueError: if the checkpoint has no encoder, or an encoder
-            variable is missing from it (a different architecture).
-    """
-    reader = tf.train.load_checkpoint(prefix)
-    names = reader.get_variable_to_shape_map()
-    status = tf.train.Checkpoint(model=tf.train.Checkpoint(encoder=encoder)).restore(prefix)
-    try:
-        status.assert_existing_objects_matched()
-    except AssertionError as error:
-        raise ValueError(
-            f"The checkpoint {prefix} does not hold every variable of a "
-            f"{encoder.config.num_layers}-layer encoder at model/encoder ({error}). "
-            f"It has {len(names)} variables. Pass a checkpoint of trainer.pretrain "
-            "or trainer.finetune, with the config.json written beside it."
-        ) from None
-    status.expect_partial()
-    LOGGER.info("Restored the encoder's %d variables from %s.", len(encoder.weights), prefix)
+    return encoder_from_source(flags.init_checkpoint, flags.config,
+                               _config_overrides(flags, not flags.init_checkpoint))
 
 
 # ---------------------------------------------------------------------------
@@ -420,15 +351,6 @@ def load_data(flags, tokenizer, batch_size, drop_eval_remainder=False):
 
 # ---------------------------------------------------------------------------
 # Model, optimizer, callbacks
-
-
-def build_model(task, encoder, num_labels, dropout):
-    """The fine-tuning model of `task` around `encoder`."""
-    if task == "classification":
-        return BertClassifier(encoder, num_classes=num_labels, dropout=dropout)
-    if task == "token_classification":
-        return BertTokenClassifier(encoder, num_classes=num_labels, dropout=dropout)
-    return BertSpanExtractor(encoder)
 
 
 def compile_model(model, task, optimizer):
@@ -539,21 +461,41 @@ def _results_names(values):
     return renamed
 
 
+def _callbacks(flags, run, checkpoints, step, total_steps):
+    callbacks = [
+        keras.callbacks.BackupAndRestore(os.path.join(flags.model_dir, "backup")),
+        StopAtStep(total_steps),
+        EpochCheckpoint(checkpoints, step),
+    ]
+    if run.chief:
+        callbacks.append(keras.callbacks.TensorBoard(
+            flags.model_dir, update_freq=flags.log_every_steps))
+    return callbacks
+
+
+def _final_evaluation(model, flags, data, source, step):
+    """The final metrics on the evaluation data, as written to
+    `eval_results.json`."""
+    values = _results_names(model.evaluate(data.eval, return_dict=True, verbose=0))
+    if flags.task == "span":
+        values["exact_match"] = span_exact_match(model, data.eval, data.eval_span_positions)
+    return {
+        "task": flags.task,
+        "step": step,
+        "eval_data": data.eval_path,
+        "eval_examples": data.eval_examples,
+        "train_examples": data.train_examples,
+        "init": source,
+        **values,
+        "data": [report.to_dict() for report in data.reports],
+    }
+
+
 def run(flags):
     """Fine-tunes as the flags say; returns the final evaluation's metrics (a dict)."""
-    if flags.mixed_precision:
-        keras.mixed_precision.set_global_policy(f"mixed_{flags.mixed_precision}")
-    strategy = distribution.get_strategy(flags.strategy, flags.tpu)
-    chief = distribution.is_chief(strategy)
-    _, task_id = distribution.task_of(strategy)
-    if flags.global_batch_size % strategy.num_replicas_in_sync:
-        raise ValueError(
-            f"--global_batch_size={flags.global_batch_size} must be divisible by the "
-            f"number of replicas ({strategy.num_replicas_in_sync})."
-        )
-    tf.io.gfile.makedirs(flags.model_dir)
-    keras.utils.set_random_seed(flags.seed)
-
+    run = runtime.start_run(flags.model_dir, flags.strategy, flags.tpu,
+                            flags.mixed_precision, flags.seed)
+    runtime.check_global_batch_size(flags.global_batch_size, run.replicas)
     tokenizer = BertTokenizer(flags.vocab_file, lower_case=flags.do_lower_case)
     data = load_data(flags, tokenizer, flags.global_batch_size,
                      drop_eval_remainder=flags.strategy == "tpu")
@@ -561,9 +503,9 @@ def run(flags):
         LOGGER.info("%s", report.summary())
     if data.eval_examples == 0:
         raise ValueError(f"{data.eval_path} has no usable evaluation example (see above).")
-    if data.label_list and chief:
+    if data.label_list and run.chief:
         finetune_data.write_labels_file(
-            data.label_list, os.path.join(flags.model_dir, LABELS_FILE))
+            data.label_list, os.path.join(flags.model_dir, run_files.LABELS_FILE))
     record = serving_record(flags, data.label_list)
     steps_per_epoch, total_steps, epochs = _steps(flags, data.train_examples)
     warmup_steps = flags.warmup_steps
@@ -571,20 +513,10 @@ def run(flags):
         warmup_steps = int(DEFAULT_WARMUP_FRACTION * total_steps)
     warmup_steps = min(warmup_steps, total_steps)
 
-    with strategy.scope():
+    with run.strategy.scope():
         encoder, source = build_encoder(flags)
-        config = encoder.config
-        if tokenizer.vocab_size > config.vocab_size:
-            raise ValueError(
-                f"The vocabulary {flags.vocab_file} has {tokenizer.vocab_size} tokens but "
-                f"the encoder only {config.vocab_size} embeddings. Use the vocabulary "
-                "the encoder was (pre)trained with."
-            )
-        if flags.max_seq_length > config.max_position_embeddings:
-            raise ValueError(
-                f"--max_seq_length={flags.max_seq_length} is longer than the encoder's "
-                f"max_position_embeddings={config.max_position_embeddings}."
-            )
+        check_inputs_fit(encoder.config, flags.vocab_file, tokenizer.vocab_size,
+                         flags.max_seq_length)
         model = build_model(flags.task, encoder, len(data.label_list), flags.dropout)
         optimizer = optimization.create_optimizer(
             flags.optimizer,
@@ -600,29 +532,19 @@ def run(flags):
             inner.global_clipnorm = flags.clip_norm
         compile_model(model, flags.task, optimizer)
         step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
-    if chief:
-        config.to_json(os.path.join(flags.model_dir, CONFIG_FILE))
-        export.write_serving_record(flags.model_dir, record)
+    runtime.write_run_files(run, encoder.config, record)
     LOGGER.info(
         "Fine-tuning %s (%s) from %s on %d replica(s): %d training examples, "
         "%d steps of %d (%d per epoch, %d warmup), %d evaluation examples.",
-        flags.task, type(model).__name__, source, strategy.num_replicas_in_sync,
+        flags.task, type(model).__name__, source, run.replicas,
         data.train_examples, total_steps, flags.global_batch_size, steps_per_epoch,
         warmup_steps, data.eval_examples,
     )
 
     checkpoints = Checkpoints(
         tf.train.Checkpoint(model=model, step=step), flags.model_dir, step,
-        keep=flags.keep_checkpoints, chief=chief, task_id=task_id,
+        keep=flags.keep_checkpoints, chief=run.chief, task_id=run.task_id,
     )
-    callbacks = [
-        keras.callbacks.BackupAndRestore(os.path.join(flags.model_dir, "backup")),
-        StopAtStep(total_steps),
-        EpochCheckpoint(checkpoints, step),
-    ]
-    if chief:
-        callbacks.append(keras.callbacks.TensorBoard(
-            flags.model_dir, update_freq=flags.log_every_steps))
     try:
         model.fit(
             data.train,
@@ -630,39 +552,24 @@ def run(flags):
             steps_per_epoch=steps_per_epoch,
             validation_data=data.eval if flags.eval_data and flags.eval_every_epochs else None,
             validation_freq=max(flags.eval_every_epochs, 1),
-            callbacks=callbacks,
+            callbacks=_callbacks(flags, run, checkpoints, step, total_steps),
             verbose=flags.verbose,
         )
-        values = _results_names(model.evaluate(data.eval, return_dict=True, verbose=0))
-        if flags.task == "span":
-            values["exact_match"] = span_exact_match(model, data.eval, data.eval_span_positions)
-        results = {
-            "task": flags.task,
-            "step": int(optimizer.iterations.numpy()),
-            "eval_data": data.eval_path,
-            "eval_examples": data.eval_examples,
-            "train_examples": data.train_examples,
-            "init": source,
-            **values,
-            "data": [report.to_dict() for report in data.reports],
-        }
-        if chief:
-            with tf.io.gfile.GFile(os.path.join(flags.model_dir, RESULTS_FILE), "w") as file:
-                file.write(json.dumps(results, indent=2) + "\n")
+        results = _final_evaluation(model, flags, data, source,
+                                    int(optimizer.iterations.numpy()))
+        if run.chief:
+            run_files.write_json(os.path.join(flags.model_dir, run_files.RESULTS_FILE), results)
+        metrics = {name: value for name, value in results.items()
+                   if isinstance(value, float)}
         LOGGER.info("Final evaluation on %s: %s", data.eval_path, ", ".join(
-            f"{name}={value:.4g}" for name, value in values.items()))
+            f"{name}={value:.4g}" for name, value in metrics.items()))
         print(json.dumps({name: value for name, value in results.items() if name != "data"}))
         if flags.export_dir:
-            export_dir = flags.export_dir
-            if not chief:
-                export_dir = os.path.join(flags.model_dir, ".worker_export", f"worker_{task_id}")
-            export_dir = export.export_trained_model(
-                model, export_dir, vocab_file=record["vocab_file"],
-                lower_case=record["lower_case"], sequence_length=record["sequence_length"],
-                labels=record["labels"] or None,
+            runtime.export_at_end(
+                run, export_trained_model, model, flags.export_dir,
+                vocab_file=record["vocab_file"], lower_case=record["lower_case"],
+                sequence_length=record["sequence_length"], labels=record["labels"] or None,
             )
-            if chief:
-                LOGGER.info("Exported the fine-tuned model to %s.", export_dir)
     finally:
         checkpoints.close()
     return results

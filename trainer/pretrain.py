@@ -37,22 +37,22 @@ A NaN or infinite loss stops the run with `FloatingPointError` naming the
 step (the last checkpoint is kept).
 """
 
-import json
 import logging
 import math
 import os
 import sys
 
-import keras
 import tensorflow as tf
 
 from tfnlp.data import pretraining_dataset
-from tfnlp.models import BertConfig, BertEncoder
-from trainer import distribution, optimization, summaries
+from trainer import optimization, run_files, runtime, summaries
+from tfnlp.models import BertEncoder
+from trainer.bert_models import build_model, config_from_name
 from trainer.checkpoints import Checkpoints
-from trainer.export import export_trained_model, write_serving_record
+from trainer.export import export_trained_model
 from trainer.flags import parse_flags
-from trainer.training_loop import PretrainingLoop, PretrainingMetrics, Throughput
+from trainer.tasks import BertPretrainingTask
+from trainer.training_loop import SumMetrics, Throughput, TrainingLoop
 
 LOGGER = logging.getLogger("trainer.pretrain")
 
@@ -64,28 +64,13 @@ def load_config(flags):
         for name in ("vocab_size", "num_layers", "hidden_dropout", "attention_dropout")
         if getattr(flags, name) is not None
     }
-    if flags.config in BertConfig.preset_names():
-        config = BertConfig.preset(flags.config, **overrides)
-    elif flags.config.endswith(".json"):
-        config = BertConfig.from_dict({**BertConfig.from_json(flags.config).to_dict(), **overrides})
-    else:
-        raise ValueError(
-            f"--config={flags.config!r} is neither a preset "
-            f"({', '.join(BertConfig.preset_names())}) nor a .json BertConfig file."
-        )
+    config = config_from_name(flags.config, overrides)
     if config.max_position_embeddings < flags.max_seq_length:
         raise ValueError(
             f"--max_seq_length={flags.max_seq_length} is longer than the config's "
             f"max_position_embeddings={config.max_position_embeddings}."
         )
     return config
-
-
-def build_pretraining_model(config):
-    """An encoder of `config` and the pretraining model around it."""
-    from tfnlp.models.bert_pretraining import BertPretrainingModel
-
-    return BertPretrainingModel(BertEncoder(config))
 
 
 def _files(patterns):
@@ -140,33 +125,6 @@ def fixed_example(patterns, flags):
     return {name: value.numpy() for name, value in next(iter(dataset)).items()}
 
 
-class JsonLog:
-    """Appends one JSON object per line to a file (only on the chief)."""
-
-    def __init__(self, path, enabled=True):
-        self.file = open(path, "a", encoding="utf-8") if enabled else None
-
-    def write(self, record):
-        if self.file:
-            self.file.write(json.dumps(record) + "\n")
-            self.file.flush()
-
-    def close(self):
-        if self.file:
-            self.file.close()
-
-
-def _check_batch(flags, strategy):
-    replicas = strategy.num_replicas_in_sync
-    divisor = replicas * flags.gradient_accumulation_steps
-    if flags.global_batch_size % divisor:
-        raise ValueError(
-            f"--global_batch_size={flags.global_batch_size} must be divisible by the "
-            f"number of replicas ({replicas}) times --gradient_accumulation_steps "
-            f"({flags.gradient_accumulation_steps}) = {divisor}."
-        )
-
-
 def _hparams(flags, config, strategy):
     values = {f"model/{name}": value for name, value in config.to_dict().items()}
     for name in ("global_batch_size", "train_steps", "learning_rate", "warmup_steps",
@@ -189,25 +147,19 @@ def serving_record(flags):
 
 def run(flags):
     """Trains as the flags say; returns the final step's loss."""
-    if flags.mixed_precision:
-        keras.mixed_precision.set_global_policy(f"mixed_{flags.mixed_precision}")
-    strategy = distribution.get_strategy(flags.strategy, flags.tpu)
-    chief = distribution.is_chief(strategy)
-    _, task_id = distribution.task_of(strategy)
-    _check_batch(flags, strategy)
+    run = runtime.start_run(flags.model_dir, flags.strategy, flags.tpu,
+                            flags.mixed_precision, flags.seed)
+    runtime.check_global_batch_size(flags.global_batch_size, run.replicas,
+                                    flags.gradient_accumulation_steps)
     config = load_config(flags)
-    tf.io.gfile.makedirs(flags.model_dir)
-    if chief:
-        config.to_json(os.path.join(flags.model_dir, "config.json"))
-        write_serving_record(flags.model_dir, serving_record(flags))
+    runtime.write_run_files(run, config, serving_record(flags))
     LOGGER.info(
-        "Pretraining with %s on %d replica(s): %s", type(strategy).__name__,
-        strategy.num_replicas_in_sync, config,
+        "Pretraining with %s on %d replica(s): %s", type(run.strategy).__name__,
+        run.replicas, config,
     )
-
-    keras.utils.set_random_seed(flags.seed)
+    strategy = run.strategy
     with strategy.scope():
-        model = build_pretraining_model(config)
+        model = build_model("pretraining", BertEncoder(config))
         optimizer = optimization.create_optimizer(
             flags.optimizer,
             learning_rate=flags.learning_rate,
@@ -221,11 +173,12 @@ def run(flags):
             0, dtype=tf.int64, trainable=False, name="step",
             aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
         )
+    task = BertPretrainingTask(model)
     # The iterator of one device is saved in the checkpoints, so a resumed
     # run goes on with the next batch. Distributed iterators cannot be saved:
     # a resumed distributed run reads the data in a new order instead,
     # seeded with the restored step, rather than the first batches again.
-    saved_iterator = strategy.num_replicas_in_sync == 1 and flags.strategy == "default"
+    saved_iterator = run.replicas == 1 and flags.strategy == "default"
     data_seed = flags.seed if saved_iterator else flags.seed + _latest_step(flags.model_dir)
     train_dataset = strategy.distribute_datasets_from_function(
         dataset_function(
@@ -234,8 +187,8 @@ def run(flags):
     )
     train_iterator = iter(train_dataset)
     # Builds every variable (model and optimizer) before restoring.
-    loop = PretrainingLoop(
-        strategy, model, optimizer,
+    loop = TrainingLoop(
+        strategy, task, optimizer,
         gradient_accumulation_steps=flags.gradient_accumulation_steps,
         clip_norm=flags.clip_norm, jit_compile=flags.jit_compile,
     )
@@ -244,20 +197,22 @@ def run(flags):
     tracked = dict(model=model, optimizer=optimizer, step=step)
     if saved_iterator:
         tracked["train_iterator"] = train_iterator
-    checkpoint = tf.train.Checkpoint(**tracked)
     checkpoints = Checkpoints(
-        checkpoint, flags.model_dir, step, keep=flags.keep_checkpoints,
-        chief=chief, task_id=task_id,
+        tf.train.Checkpoint(**tracked), flags.model_dir, step, keep=flags.keep_checkpoints,
+        chief=run.chief, task_id=run.task_id,
     )
     current_step = checkpoints.restore_latest()
 
-    writers = summaries.SummaryWriters(flags.model_dir, enabled=chief)
+    writers = summaries.SummaryWriters(flags.model_dir, enabled=run.chief)
     writers.hparams(_hparams(flags, config, strategy))
-    train_log = JsonLog(os.path.join(flags.model_dir, "train_log.jsonl"), enabled=chief)
-    eval_log = JsonLog(os.path.join(flags.model_dir, "eval_log.jsonl"), enabled=chief)
-    profiler = summaries.Profiler(os.path.join(flags.model_dir, "train"), flags.profile_steps)
+    train_log = run_files.JsonLog(
+        os.path.join(flags.model_dir, run_files.TRAIN_LOG_FILE), enabled=run.chief)
+    eval_log = run_files.JsonLog(
+        os.path.join(flags.model_dir, run_files.EVAL_LOG_FILE), enabled=run.chief)
+    profiler = summaries.Profiler(
+        os.path.join(flags.model_dir, run_files.TRAIN_SUMMARIES), flags.profile_steps)
     probe = None
-    if chief and flags.attention_images_every_steps and flags.strategy != "tpu":
+    if run.chief and flags.attention_images_every_steps and flags.strategy != "tpu":
         probe = summaries.AttentionProbe(
             model.encoder, fixed_example(flags.eval_data or flags.train_data, flags)
         )
@@ -269,7 +224,7 @@ def run(flags):
         evaluator = lambda: evaluate(loop, eval_dataset, flags.eval_steps)  # noqa: E731
 
     schedule = optimization.learning_rate_schedule(optimizer)
-    metrics = PretrainingMetrics()
+    metrics = SumMetrics(task)
     throughput = Throughput()
     loss = None
     try:
@@ -292,8 +247,7 @@ def run(flags):
             train_log.write({
                 "step": current_step,
                 "loss": loss,
-                "mlm_loss": sums["mlm_loss_sum"] / (sums["mlm_weight_sum"] + 1e-5),
-                "nsp_loss": sums["nsp_loss_sum"] / max(sums["examples"], 1.0),
+                **task.step_record(sums),
                 "learning_rate": learning_rate,
                 "gradient_norm": sums["gradient_norm"],
             })
@@ -321,15 +275,11 @@ def run(flags):
             ):
                 checkpoints.save(current_step)
         if flags.export_dir:
-            export_dir = flags.export_dir
-            if not chief:
-                export_dir = os.path.join(flags.model_dir, ".worker_export", f"worker_{task_id}")
-            export_dir = export_trained_model(
-                model, export_dir, vocab_file=flags.vocab_file or None,
-                lower_case=flags.do_lower_case, sequence_length=flags.max_seq_length,
+            runtime.export_at_end(
+                run, export_trained_model, model, flags.export_dir,
+                vocab_file=flags.vocab_file or None, lower_case=flags.do_lower_case,
+                sequence_length=flags.max_seq_length,
             )
-            if chief:
-                LOGGER.info("Exported the model to %s.", export_dir)
     finally:
         profiler.stop()
         writers.close()
@@ -350,7 +300,7 @@ def _latest_step(model_dir):
 
 def evaluate(loop, eval_dataset, eval_steps):
     """The metrics of `eval_steps` global batches of `eval_dataset`."""
-    metrics = PretrainingMetrics()
+    metrics = SumMetrics(loop.task)
     iterator = iter(eval_dataset)
     for _ in range(max(eval_steps, 1)):
         metrics.update(loop.eval_step(iterator))

@@ -15,6 +15,8 @@ import numpy as np
 import tensorflow as tf
 from tensorboard.plugins.hparams import api as hparams_api
 
+from trainer import run_files
+
 # Viridis at 0, .25, .5, .75 and 1; interpolated linearly in between.
 _VIRIDIS = np.array(
     [
@@ -41,8 +43,10 @@ class SummaryWriters:
 
     def __init__(self, model_dir, enabled=True):
         if enabled:
-            self.train = tf.summary.create_file_writer(os.path.join(model_dir, "train"))
-            self.eval = tf.summary.create_file_writer(os.path.join(model_dir, "eval"))
+            self.train = tf.summary.create_file_writer(
+                os.path.join(model_dir, run_files.TRAIN_SUMMARIES))
+            self.eval = tf.summary.create_file_writer(
+                os.path.join(model_dir, run_files.EVAL_SUMMARIES))
         else:
             self.train = self.eval = tf.summary.create_noop_writer()
 

@@ -1,4 +1,4 @@
-"""The custom `tf.distribute` training loop of BERT pretraining.
+"""The custom `tf.distribute` training loop, for any task.
 
 Why not `keras.Model.fit`: Keras 3's `fit` under `tf.distribute` strategies
 still has open problems (keras-team/keras issues 20585, 20329 and 19891:
@@ -8,15 +8,26 @@ normalised over the global batch, clipping of the summed gradient, and
 gradient accumulation inside `strategy.run`. So the step is written here,
 with `strategy.run` inside a `tf.function`.
 
-Loss over replicas. As in google-research/bert the masked-LM loss is
-`sum(weights * cross_entropy) / sum(weights)` over the whole batch and the
-next-sentence loss is the mean over the batch; the total is their sum. Each
-replica first sums (all-reduce) the masked-LM weights and the example count
-of its share of the global batch; its loss is its own weighted sums divided
-by those global totals, so the replicas' losses, and their gradients, add
-up to exactly the loss and gradient of one replica on the whole global
-batch. The loop sums the gradients (all-reduce), logs their global norm,
-clips them (`clip_norm`) and applies them once.
+The task. What is particular to a model family comes from a task object
+(`trainer.tasks`; `BertPretrainingTask` is the first):
+
+- `model`: the Keras model, built under `strategy.scope()`;
+- `batch_totals(batch)`: a dict of scalar counts whose sums over the
+  global batch normalise the loss (for BERT: the masked-LM weight and the
+  examples);
+- `loss(batch, outputs, totals)`: this replica's share of the loss of the
+  global batch, `totals` being the global sums of `batch_totals`;
+- `sum_names` and `sums(batch, outputs)`: float32 scalars (summed losses,
+  correct predictions, counts, with at least `examples` and `tokens` for
+  the throughput) that the loop adds up over micro-batches and replicas;
+- `results(totals)`: the metrics of sums added up over steps, on the host.
+
+Loss over replicas. Each replica first sums (all-reduce) the
+`batch_totals` of its share of the global batch; its loss is normalised by
+those global totals, so the replicas' losses, and their gradients, add up
+to exactly the loss and gradient of one replica on the whole global batch.
+The loop sums the gradients (all-reduce), logs their global norm, clips
+them (`clip_norm`) and applies them once.
 
 Gradient accumulation. With `gradient_accumulation_steps=K` each replica
 splits its batch into K micro-batches and runs them one after the other in
@@ -25,122 +36,59 @@ per step. The step's examples are the same, only the peak activation memory
 is that of one micro-batch, so K micro-batches of B/K give the same update
 as one batch of B.
 
-Metrics. The step returns sums (weighted masked-LM loss and correct
-predictions, masked-LM weight, next-sentence loss and correct predictions,
-examples, real tokens) reduced over the replicas; `PretrainingMetrics` adds
-them up over a logging interval on the host and derives the losses,
-accuracies and the masked-LM perplexity, so that every number is exact over
-the global batch whatever the number of replicas.
+Metrics. The step returns the task's sums reduced over the replicas;
+`SumMetrics` adds them up over a logging interval on the host and derives
+the task's metrics, so that every number is exact over the global batch
+whatever the number of replicas.
 """
 
-import math
 import time
 
 import keras
 import tensorflow as tf
 
-from tfnlp.models.bert_pretraining import pretraining_loss
 from trainer import optimization
 
 SUM = tf.distribute.ReduceOp.SUM
 
-# Added to the masked-LM weight sum, as google-research/bert does, so that a
-# batch without predictions gives a loss of 0 rather than NaN.
-MLM_DENOMINATOR_EPSILON = 1e-5
 
+class SumMetrics:
+    """Adds up a task's step sums on the host and derives its metrics.
 
-def pretraining_sums(outputs, batch):
-    """The summed losses and counts of one (micro-)batch, in float32.
+    `update(sums)` after each step; `result()` gives `task.results` of the
+    sums since the last `reset()`; `totals` holds those sums.
 
     Args:
-        outputs: the pretraining model's `{"mlm_logits": (B, P, vocab),
-            "nsp_logits": (B, 2)}`.
-        batch: the `tfnlp.data.pretraining_dataset` features.
-
-    Returns:
-        A dict of scalars: `mlm_loss_sum` (sum of weight * cross-entropy),
-        `mlm_weight_sum`, `mlm_correct` (weighted correct predictions),
-        `nsp_loss_sum`, `nsp_correct`, `examples` and `tokens` (the sum of
-        `input_mask`).
-    """
-    mlm_logits = tf.cast(outputs["mlm_logits"], tf.float32)
-    nsp_logits = tf.cast(outputs["nsp_logits"], tf.float32)
-    labels = tf.cast(batch["masked_lm_ids"], tf.int32)
-    weights = tf.cast(batch["masked_lm_weights"], tf.float32)
-    mlm_cross_entropy = tf.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=labels, logits=mlm_logits
-    )
-    mlm_predictions = tf.argmax(mlm_logits, axis=-1, output_type=tf.int32)
-    nsp_labels = tf.reshape(tf.cast(batch["next_sentence_labels"], tf.int32), [-1])
-    nsp_cross_entropy = tf.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=nsp_labels, logits=nsp_logits
-    )
-    nsp_predictions = tf.argmax(nsp_logits, axis=-1, output_type=tf.int32)
-    return {
-        "mlm_loss_sum": tf.reduce_sum(weights * mlm_cross_entropy),
-        "mlm_weight_sum": tf.reduce_sum(weights),
-        "mlm_correct": tf.reduce_sum(
-            weights * tf.cast(tf.equal(mlm_predictions, labels), tf.float32)
-        ),
-        "nsp_loss_sum": tf.reduce_sum(nsp_cross_entropy),
-        "nsp_correct": tf.reduce_sum(
-            tf.cast(tf.equal(nsp_predictions, nsp_labels), tf.float32)
-        ),
-        "examples": tf.cast(tf.shape(nsp_labels)[0], tf.float32),
-        "tokens": tf.reduce_sum(tf.cast(batch["input_mask"], tf.float32)),
-    }
-
-
-class PretrainingMetrics:
-    """Adds up the step sums of `pretraining_sums` and derives the metrics.
-
-    `update(sums)` after each step; `result()` gives `loss`, `mlm_loss`,
-    `nsp_loss`, `mlm_accuracy`, `nsp_accuracy` and `mlm_perplexity`
-    (`exp(mlm_loss)`) over every step since the last `reset()`.
+        task: the training task (its `sum_names` and `results`).
     """
 
-    NAMES = (
-        "mlm_loss_sum", "mlm_weight_sum", "mlm_correct", "nsp_loss_sum",
-        "nsp_correct", "examples", "tokens",
-    )
-
-    def __init__(self):
+    def __init__(self, task):
+        self.task = task
         self.reset()
 
     def reset(self):
-        self.totals = dict.fromkeys(self.NAMES, 0.0)
+        self.totals = dict.fromkeys(self.task.sum_names, 0.0)
         self.steps = 0
 
     def update(self, sums):
-        for name in self.NAMES:
+        for name in self.task.sum_names:
             self.totals[name] += float(sums[name])
         self.steps += 1
 
     def result(self):
-        totals = self.totals
-        mlm_loss = totals["mlm_loss_sum"] / (totals["mlm_weight_sum"] + MLM_DENOMINATOR_EPSILON)
-        nsp_loss = totals["nsp_loss_sum"] / max(totals["examples"], 1.0)
-        return {
-            "loss": mlm_loss + nsp_loss,
-            "mlm_loss": mlm_loss,
-            "nsp_loss": nsp_loss,
-            "mlm_accuracy": totals["mlm_correct"] / max(totals["mlm_weight_sum"], 1e-9),
-            "nsp_accuracy": totals["nsp_correct"] / max(totals["examples"], 1.0),
-            "mlm_perplexity": math.exp(min(mlm_loss, 80.0)),
-        }
+        return self.task.results(self.totals)
 
 
-class PretrainingLoop:
-    """The distributed train and eval steps of a pretraining model.
+class TrainingLoop:
+    """The distributed train and eval steps of a task's model.
 
     Build the model and the optimizer under `strategy.scope()` first.
 
     Args:
         strategy: the `tf.distribute.Strategy`.
-        model: the pretraining model (the batch dict in, `mlm_logits` and
-            `nsp_logits` out).
+        task: the training task (see the module docstring).
         optimizer: a Keras optimizer (possibly a `LossScaleOptimizer`),
-            built on `model.trainable_variables`.
+            built on `task.model.trainable_variables`.
         gradient_accumulation_steps: micro-batches per replica batch; the
             per-replica batch must be divisible by it.
         clip_norm: clip the summed gradient to this global norm; None or 0
@@ -149,15 +97,36 @@ class PretrainingLoop:
 
     Call `train_step(iterator)` / `eval_step(iterator)` with an iterator of
     a distributed dataset; each runs one global batch and returns a dict of
-    host floats: the `pretraining_sums` over the global batch, and for
-    training also `loss` (the step's loss) and `gradient_norm` (the global
-    norm of the gradient before clipping).
+    host floats: the task's sums over the global batch, and for training
+    also `loss` (the step's loss) and `gradient_norm` (the global norm of the
+    gradient before clipping).
+
+    Example:
+
+    >>> import tensorflow as tf
+    >>> from tfnlp.models import BertConfig, BertEncoder, BertPretrainingModel
+    >>> from trainer.tasks import BertPretrainingTask
+    >>> strategy = tf.distribute.get_strategy()
+    >>> model = BertPretrainingModel(
+    ...     BertEncoder(BertConfig.preset("tiny", num_layers=1, vocab_size=50)))
+    >>> optimizer = keras.optimizers.Adam(1e-3)
+    >>> loop = TrainingLoop(strategy, BertPretrainingTask(model), optimizer)
+    >>> batch = {"input_ids": tf.fill([2, 8], 7), "input_mask": tf.ones([2, 8], "int32"),
+    ...          "segment_ids": tf.zeros([2, 8], "int32"),
+    ...          "masked_lm_positions": tf.fill([2, 2], 3),
+    ...          "masked_lm_ids": tf.fill([2, 2], 9),
+    ...          "masked_lm_weights": tf.ones([2, 2]),
+    ...          "next_sentence_labels": tf.zeros([2, 1], "int32")}
+    >>> dataset = tf.data.Dataset.from_tensors(batch).repeat()
+    >>> sums = loop.train_step(iter(strategy.experimental_distribute_dataset(dataset)))
+    >>> sums["examples"], sums["loss"] > 0
+    (2.0, True)
     """
 
     def __init__(
         self,
         strategy,
-        model,
+        task,
         optimizer,
         gradient_accumulation_steps=1,
         clip_norm=None,
@@ -169,7 +138,8 @@ class PretrainingLoop:
                 f"accumulation). Received: {gradient_accumulation_steps}."
             )
         self.strategy = strategy
-        self.model = model
+        self.task = task
+        self.model = task.model
         self.optimizer = optimizer
         self.accumulation_steps = int(gradient_accumulation_steps)
         self.clip_norm = clip_norm or None
@@ -184,42 +154,31 @@ class PretrainingLoop:
 
     # === Replica steps ===
 
-    def _gradients(self, batch, mlm_denominator, examples_total):
+    def _gradients(self, batch, totals):
         variables = self.model.trainable_variables
         with tf.GradientTape() as tape:
             outputs = self.model(batch, training=True)
-            loss = pretraining_loss(
-                batch,
-                outputs,
-                global_batch_size=examples_total,
-                masked_lm_denominator=mlm_denominator,
-            )["loss"]
+            loss = self.task.loss(batch, outputs, totals)
             scaled_loss = self.optimizer.scale_loss(loss)
         gradients = tape.gradient(scaled_loss, variables)
         gradients = [
             tf.zeros_like(variable) if gradient is None else tf.convert_to_tensor(gradient)
             for gradient, variable in zip(gradients, variables)
         ]
-        sums = pretraining_sums(outputs, batch)
+        sums = dict(self.task.sums(batch, outputs))
         sums["loss"] = loss
         return gradients, sums
 
     def _replica_train_step(self, batch):
         context = tf.distribute.get_replica_context()
-        weight_total, examples_total = context.all_reduce(
-            SUM,
-            [
-                tf.reduce_sum(tf.cast(batch["masked_lm_weights"], tf.float32)),
-                tf.cast(tf.shape(batch["input_ids"])[0], tf.float32),
-            ],
-        )
-        mlm_denominator = weight_total + MLM_DENOMINATOR_EPSILON
+        local_totals = self.task.batch_totals(batch)
+        names = sorted(local_totals)
+        totals = dict(zip(names, context.all_reduce(
+            SUM, [local_totals[name] for name in names])))
         if self.accumulation_steps == 1:
-            gradients, sums = self._gradients(batch, mlm_denominator, examples_total)
+            gradients, sums = self._gradients(batch, totals)
         else:
-            gradients, sums = self._accumulated_gradients(
-                batch, mlm_denominator, examples_total
-            )
+            gradients, sums = self._accumulated_gradients(batch, totals)
         gradients = context.all_reduce(SUM, gradients)
         scale = (
             tf.cast(self.optimizer.dynamic_scale, tf.float32) if self.loss_scaling else 1.0
@@ -236,7 +195,7 @@ class PretrainingLoop:
         sums["gradient_norm"] = scaled_norm / scale / self.num_replicas
         return sums
 
-    def _accumulated_gradients(self, batch, mlm_denominator, examples_total):
+    def _accumulated_gradients(self, batch, totals):
         steps = self.accumulation_steps
 
         def split(tensor):
@@ -254,16 +213,11 @@ class PretrainingLoop:
         micro_batches = {name: split(tensor) for name, tensor in batch.items()}
         variables = self.model.trainable_variables
         zero_gradients = [tf.zeros(variable.shape, variable.dtype) for variable in variables]
-        zero_sums = {
-            name: tf.constant(0.0)
-            for name in PretrainingMetrics.NAMES + ("loss",)
-        }
+        zero_sums = {name: tf.constant(0.0) for name in self.task.sum_names + ("loss",)}
 
         def body(index, gradients, sums):
             micro_batch = {name: tensor[index] for name, tensor in micro_batches.items()}
-            micro_gradients, micro_sums = self._gradients(
-                micro_batch, mlm_denominator, examples_total
-            )
+            micro_gradients, micro_sums = self._gradients(micro_batch, totals)
             gradients = [total + new for total, new in zip(gradients, micro_gradients)]
             sums = {name: sums[name] + micro_sums[name] for name in sums}
             return index + 1, gradients, sums
@@ -276,7 +230,7 @@ class PretrainingLoop:
         return gradients, sums
 
     def _replica_eval_step(self, batch):
-        return pretraining_sums(self.model(batch, training=False), batch)
+        return self.task.sums(batch, self.model(batch, training=False))
 
     # === Distributed steps ===
 
