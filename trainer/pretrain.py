@@ -38,21 +38,20 @@ step (the last checkpoint is kept).
 """
 
 import logging
-import math
 import os
 import sys
 
 import tensorflow as tf
 
 from tfnlp.data import pretraining_dataset
-from trainer import optimization, run_files, runtime, summaries
 from tfnlp.models import BertEncoder
+from trainer import optimization, runtime, summaries
 from trainer.bert_models import build_model, config_from_name
 from trainer.checkpoints import Checkpoints
 from trainer.export import export_trained_model
 from trainer.flags import parse_flags
 from trainer.tasks import BertPretrainingTask
-from trainer.training_loop import SumMetrics, Throughput, TrainingLoop
+from trainer.training_loop import LoopSchedule, TrainingLoop, evaluate, train
 
 LOGGER = logging.getLogger("trainer.pretrain")
 
@@ -203,77 +202,30 @@ def run(flags):
     )
     current_step = checkpoints.restore_latest()
 
-    writers = summaries.SummaryWriters(flags.model_dir, enabled=run.chief)
-    writers.hparams(_hparams(flags, config, strategy))
-    train_log = run_files.JsonLog(
-        os.path.join(flags.model_dir, run_files.TRAIN_LOG_FILE), enabled=run.chief)
-    eval_log = run_files.JsonLog(
-        os.path.join(flags.model_dir, run_files.EVAL_LOG_FILE), enabled=run.chief)
-    profiler = summaries.Profiler(
-        os.path.join(flags.model_dir, run_files.TRAIN_SUMMARIES), flags.profile_steps)
-    probe = None
+    logs = summaries.RunLogs(flags.model_dir, run.chief, flags.profile_steps)
+    logs.writers.hparams(_hparams(flags, config, strategy))
+    images = None
     if run.chief and flags.attention_images_every_steps and flags.strategy != "tpu":
-        probe = summaries.AttentionProbe(
+        images = summaries.AttentionProbe(
             model.encoder, fixed_example(flags.eval_data or flags.train_data, flags)
-        )
+        ).images
     evaluator = None
     if flags.eval_data:
         eval_dataset = strategy.distribute_datasets_from_function(
             dataset_function(flags.eval_data, flags, flags.global_batch_size, training=False)
         )
-        evaluator = lambda: evaluate(loop, eval_dataset, flags.eval_steps)  # noqa: E731
-
-    schedule = optimization.learning_rate_schedule(optimizer)
-    metrics = SumMetrics(task)
-    throughput = Throughput()
-    loss = None
+        evaluator = lambda: evaluate(loop, iter(eval_dataset), flags.eval_steps)  # noqa: E731
+    schedule = LoopSchedule(
+        train_steps=flags.train_steps,
+        log_every_steps=flags.log_every_steps,
+        checkpoint_every_steps=flags.checkpoint_every_steps,
+        eval_every_steps=flags.eval_every_steps,
+        images_every_steps=flags.attention_images_every_steps,
+    )
     try:
-        while current_step < flags.train_steps:
-            learning_rate = float(schedule(current_step))
-            profiler.before_step(current_step + 1)
-            sums = loop.train_step(train_iterator)
-            current_step += 1
-            step.assign(current_step)
-            profiler.after_step(current_step)
-            loss = sums["loss"]
-            if not math.isfinite(loss):
-                raise FloatingPointError(
-                    f"The training loss is {loss} at step {current_step}. Training "
-                    "stopped; the last checkpoint is kept. Lower --learning_rate, "
-                    "set --clip_norm, or use --mixed_precision=bfloat16 instead "
-                    "of float16, then re-run to resume from that checkpoint."
-                )
-            metrics.update(sums)
-            train_log.write({
-                "step": current_step,
-                "loss": loss,
-                **task.step_record(sums),
-                "learning_rate": learning_rate,
-                "gradient_norm": sums["gradient_norm"],
-            })
-            last = current_step == flags.train_steps
-            if current_step % flags.log_every_steps == 0 or last:
-                values = metrics.result()
-                values.update(throughput.rates(metrics.totals["examples"], metrics.totals["tokens"]))
-                values["learning_rate"] = learning_rate
-                values["gradient_norm"] = sums["gradient_norm"]
-                writers.scalars(writers.train, values, current_step)
-                LOGGER.info("step %d: %s", current_step, _format(values))
-                metrics.reset()
-            if probe and (current_step % flags.attention_images_every_steps == 0 or last):
-                writers.images(probe.images(), current_step)
-            if evaluator and (
-                last or (flags.eval_every_steps and current_step % flags.eval_every_steps == 0)
-            ):
-                values = evaluator()
-                writers.scalars(writers.eval, values, current_step)
-                eval_log.write({"step": current_step, **values})
-                LOGGER.info("eval at step %d: %s", current_step, _format(values))
-                throughput.reset()
-            if last or (
-                flags.checkpoint_every_steps and current_step % flags.checkpoint_every_steps == 0
-            ):
-                checkpoints.save(current_step)
+        loss = train(loop, train_iterator, checkpoints, logs, schedule,
+                     optimization.learning_rate_schedule(optimizer), current_step,
+                     evaluator=evaluator, images=images)
         if flags.export_dir:
             runtime.export_at_end(
                 run, export_trained_model, model, flags.export_dir,
@@ -281,12 +233,9 @@ def run(flags):
                 sequence_length=flags.max_seq_length,
             )
     finally:
-        profiler.stop()
-        writers.close()
-        train_log.close()
-        eval_log.close()
+        logs.close()
         checkpoints.close()
-    LOGGER.info("Training finished at step %d.", current_step)
+    LOGGER.info("Training finished at step %d.", flags.train_steps)
     return loss
 
 
@@ -296,15 +245,6 @@ def _latest_step(model_dir):
     if latest is None:
         return 0
     return int(tf.train.load_variable(latest, "step/.ATTRIBUTES/VARIABLE_VALUE"))
-
-
-def evaluate(loop, eval_dataset, eval_steps):
-    """The metrics of `eval_steps` global batches of `eval_dataset`."""
-    metrics = SumMetrics(loop.task)
-    iterator = iter(eval_dataset)
-    for _ in range(max(eval_steps, 1)):
-        metrics.update(loop.eval_step(iterator))
-    return metrics.result()
 
 
 def _build(model, optimizer, flags):
@@ -326,10 +266,6 @@ def _build(model, optimizer, flags):
         inner = getattr(optimizer, "inner_optimizer", optimizer)
         inner.exclude_from_weight_decay(var_list=optimization.no_decay_variables(model))
     optimizer.build(model.trainable_variables)
-
-
-def _format(values):
-    return ", ".join(f"{name}={value:.4g}" for name, value in values.items())
 
 
 def main(argv=None):

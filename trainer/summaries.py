@@ -208,3 +208,33 @@ class Profiler:
         if self.running:
             tf.profiler.experimental.stop()
             self.running = False
+
+
+class RunLogs:
+    """Everything a run writes as it trains, opened and closed together.
+
+    The TensorBoard writers (`writers.train`, `writers.eval`), one JSON line
+    per training step (`train_log.jsonl`) and per evaluation
+    (`eval_log.jsonl`), and the profiler of `profile_steps` ("START,END").
+    On a worker that is not the chief every writer is a no-op.
+
+    Args:
+        model_dir: the run's directory.
+        chief: whether this process writes.
+        profile_steps: the steps to trace, "" for none.
+    """
+
+    def __init__(self, model_dir, chief=True, profile_steps=""):
+        self.writers = SummaryWriters(model_dir, enabled=chief)
+        self.train_log = run_files.JsonLog(
+            os.path.join(model_dir, run_files.TRAIN_LOG_FILE), enabled=chief)
+        self.eval_log = run_files.JsonLog(
+            os.path.join(model_dir, run_files.EVAL_LOG_FILE), enabled=chief)
+        self.profiler = Profiler(os.path.join(model_dir, run_files.TRAIN_SUMMARIES),
+                                 profile_steps)
+
+    def close(self):
+        self.profiler.stop()
+        self.writers.close()
+        self.train_log.close()
+        self.eval_log.close()

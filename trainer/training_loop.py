@@ -40,14 +40,27 @@ Metrics. The step returns the task's sums reduced over the replicas;
 `SumMetrics` adds them up over a logging interval on the host and derives
 the task's metrics, so that every number is exact over the global batch
 whatever the number of replicas.
+
+The host loop. `train` runs the steps of a `LoopSchedule`: it logs every
+step to `train_log.jsonl`, the task's metrics, the learning rate, the
+gradient norm and the throughput to TensorBoard every `log_every_steps`,
+evaluates, draws images (attention heatmaps, alignments) and saves
+checkpoints when due, and stops with `FloatingPointError` naming the step
+when the loss is NaN or infinite, before saving, so the last checkpoint
+is a good one.
 """
 
+import dataclasses
+import logging
+import math
 import time
 
 import keras
 import tensorflow as tf
 
 from trainer import optimization
+
+LOGGER = logging.getLogger(__name__)
 
 SUM = tf.distribute.ReduceOp.SUM
 
@@ -264,3 +277,104 @@ class Throughput:
         elapsed = max(time.perf_counter() - self.start, 1e-9)
         self.reset()
         return {"examples_per_second": examples / elapsed, "tokens_per_second": tokens / elapsed}
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopSchedule:
+    """When the host loop of `train` logs, evaluates, draws and saves.
+
+    Args:
+        train_steps: the step to train to.
+        log_every_steps: steps between TensorBoard scalars and log lines.
+        checkpoint_every_steps: steps between checkpoints (0: at the end only).
+        eval_every_steps: steps between evaluations (0: at the end only).
+        images_every_steps: steps between images (0: none).
+    """
+
+    train_steps: int
+    log_every_steps: int = 100
+    checkpoint_every_steps: int = 1000
+    eval_every_steps: int = 0
+    images_every_steps: int = 0
+
+    def due(self, every, step):
+        """Whether something done every `every` steps (and at the last
+        step; never when `every` is 0) is due at `step`."""
+        return bool(every) and (step % every == 0 or step == self.train_steps)
+
+
+def evaluate(loop, eval_iterator, eval_steps):
+    """The task's metrics over `eval_steps` global batches of an iterator."""
+    metrics = SumMetrics(loop.task)
+    for _ in range(max(eval_steps, 1)):
+        metrics.update(loop.eval_step(eval_iterator))
+    return metrics.result()
+
+
+def train(loop, iterator, checkpoints, logs, schedule, learning_rate, start_step=0,
+          evaluator=None, images=None):
+    """Trains from `start_step` to `schedule.train_steps`; returns the last loss.
+
+    Args:
+        loop: the `TrainingLoop`.
+        iterator: an iterator of the distributed training dataset.
+        checkpoints: the run's `trainer.checkpoints.Checkpoints`.
+        logs: the run's `trainer.summaries.RunLogs`.
+        schedule: the `LoopSchedule`.
+        learning_rate: the learning rate of a step (0-based), for the logs.
+        start_step: the step restored from the latest checkpoint.
+        evaluator: None, or a function returning the evaluation metrics
+            (run at `eval_every_steps` and at the end).
+        images: None, or a function returning `{name: image}` to log at
+            `images_every_steps`.
+
+    Raises:
+        FloatingPointError: when a step's loss is NaN or infinite.
+    """
+    metrics = SumMetrics(loop.task)
+    throughput = Throughput()
+    step, loss = start_step, None
+    while step < schedule.train_steps:
+        rate = float(learning_rate(step))
+        logs.profiler.before_step(step + 1)
+        sums = loop.train_step(iterator)
+        step += 1
+        checkpoints.step.assign(step)
+        logs.profiler.after_step(step)
+        loss = sums["loss"]
+        if not math.isfinite(loss):
+            raise FloatingPointError(
+                f"The training loss is {loss} at step {step}. Training stopped; the "
+                "last checkpoint is kept. Lower --learning_rate, set --clip_norm, or "
+                "use --mixed_precision=bfloat16 instead of float16, then re-run to "
+                "resume from that checkpoint."
+            )
+        metrics.update(sums)
+        logs.train_log.write({
+            "step": step, "loss": loss, **loop.task.step_record(sums),
+            "learning_rate": rate, "gradient_norm": sums["gradient_norm"],
+        })
+        if schedule.due(schedule.log_every_steps, step):
+            values = metrics.result()
+            values.update(throughput.rates(metrics.totals["examples"], metrics.totals["tokens"]))
+            values["learning_rate"] = rate
+            values["gradient_norm"] = sums["gradient_norm"]
+            logs.writers.scalars(logs.writers.train, values, step)
+            LOGGER.info("step %d: %s", step, _format(values))
+            metrics.reset()
+        if images and schedule.due(schedule.images_every_steps, step):
+            logs.writers.images(images(), step)
+        if evaluator and (step == schedule.train_steps
+                          or schedule.due(schedule.eval_every_steps, step)):
+            values = evaluator()
+            logs.writers.scalars(logs.writers.eval, values, step)
+            logs.eval_log.write({"step": step, **values})
+            LOGGER.info("eval at step %d: %s", step, _format(values))
+            throughput.reset()
+        if step == schedule.train_steps or schedule.due(schedule.checkpoint_every_steps, step):
+            checkpoints.save(step)
+    return loss
+
+
+def _format(values):
+    return ", ".join(f"{name}={value:.4g}" for name, value in values.items())
