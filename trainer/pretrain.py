@@ -49,7 +49,7 @@ from trainer import optimization, runtime, summaries
 from trainer.bert_models import build_model, config_from_name
 from trainer.checkpoints import Checkpoints
 from trainer.export import export_trained_model
-from trainer.flags import parse_flags
+from trainer.pretrain_flags import parse_flags
 from trainer.tasks import BertPretrainingTask
 from trainer.training_loop import LoopSchedule, TrainingLoop, evaluate, train
 

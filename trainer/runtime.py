@@ -13,6 +13,9 @@ from trainer import distribution, run_files
 
 LOGGER = logging.getLogger(__name__)
 
+# The --mixed_precision choices: Keras' "mixed_<dtype>" policies.
+MIXED_PRECISION = ("bfloat16", "float16")
+
 
 @dataclasses.dataclass(frozen=True)
 class Run:

@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from tests.trainer import helpers
 from trainer import optimization, pretrain
-from trainer.flags import parse_flags
+from trainer.pretrain_flags import parse_flags
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,7 @@ import argparse
 from tfnlp.command_line import add_boolean_flag
 from trainer.distribution import STRATEGIES
 from trainer.optimization import OPTIMIZERS
-
-MIXED_PRECISION = ("bfloat16", "float16")
+from trainer.runtime import MIXED_PRECISION
 
 
 def pretraining_parser():

@@ -1,0 +1,129 @@
+"""The command line of `python -m trainer.finetune`."""
+
+import argparse
+
+from tfnlp.command_line import add_boolean_flag
+from trainer import finetune_data
+from trainer.distribution import STRATEGIES
+from trainer.optimization import OPTIMIZERS
+from trainer.runtime import MIXED_PRECISION
+
+
+def finetuning_parser():
+    """The `argparse` parser of the fine-tuning flags."""
+    parser = argparse.ArgumentParser(
+        prog="python -m trainer.finetune",
+        description="Fine-tunes BERT for classification, token classification or spans.",
+        allow_abbrev=False,
+    )
+    parser.add_argument("--task", choices=finetune_data.TASKS, required=True)
+
+    data = parser.add_argument_group("data")
+    data.add_argument("--train_data", required=True, help="The training CSV, TSV or JSONL file.")
+    data.add_argument("--eval_data", default="", help="The evaluation file (same format).")
+    data.add_argument("--text_column", default="text",
+                      help="classification: the column of the text (or first segment).")
+    data.add_argument("--text_pair_column", default="",
+                      help="classification: the column of the second segment, if any.")
+    data.add_argument("--label_column", default="label", help="classification: the label column.")
+    data.add_argument("--labels", default="",
+                      help="Comma-separated labels (class i is the i-th); default: the "
+                           "sorted labels of the training file.")
+    data.add_argument("--num_classes", type=int, default=0,
+                      help="Without --labels: the labels are the integers 0..N-1.")
+    data.add_argument("--vocab_file", required=True, help="The WordPiece vocabulary.")
+    add_boolean_flag(data, "do_lower_case", True,
+                     "Lower-case and strip accents (uncased vocabularies).")
+    data.add_argument("--max_seq_length", type=int, default=128)
+    data.add_argument("--seed", type=int, default=0,
+                      help="Seeds the head's initial weights, dropout and the data order.")
+
+    model = parser.add_argument_group("model")
+    model.add_argument("--model_dir", required=True,
+                       help="Checkpoints, TensorBoard logs, labels.json, eval_results.json.")
+    model.add_argument("--init_checkpoint", default="",
+                       help="A pretraining model_dir or checkpoint prefix, or a Hugging "
+                            "Face BERT directory; empty: train from scratch.")
+    model.add_argument("--config", default="",
+                       help="Without --init_checkpoint: a BertConfig preset (tiny, mini, "
+                            "small, base, large) or a BertConfig JSON file.")
+    model.add_argument("--vocab_size", type=int, default=None,
+                       help="Overrides the --config's vocab_size (from scratch only).")
+    model.add_argument("--num_layers", type=int, default=None,
+                       help="Overrides the --config's num_layers (from scratch only).")
+    model.add_argument("--hidden_dropout", type=float, default=None,
+                       help="Overrides the encoder config's hidden_dropout.")
+    model.add_argument("--attention_dropout", type=float, default=None,
+                       help="Overrides the encoder config's attention_dropout.")
+    model.add_argument("--dropout", type=float, default=0.1,
+                       help="Dropout before the (token) classification layer.")
+
+    training = parser.add_argument_group("training")
+    training.add_argument("--global_batch_size", type=int, default=32,
+                          help="Examples per step over all replicas.")
+    training.add_argument("--epochs", type=int, default=3)
+    training.add_argument("--train_steps", type=int, default=0,
+                          help="Train exactly this many steps (instead of --epochs).")
+    training.add_argument("--learning_rate", type=float, default=2e-5,
+                          help="The peak learning rate (after the warmup).")
+    training.add_argument("--warmup_steps", type=int, default=None,
+                          help="Linear warmup steps; default 10%% of the steps.")
+    training.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw")
+    training.add_argument("--weight_decay", type=float, default=0.01)
+    training.add_argument("--clip_norm", type=float, default=1.0,
+                          help="Clip the gradient to this global norm; 0 for none.")
+    training.add_argument("--strategy", choices=STRATEGIES, default="default")
+    training.add_argument("--tpu", default="", help="The TPU name or address (--strategy=tpu).")
+    training.add_argument("--mixed_precision", choices=MIXED_PRECISION, default=None)
+
+    outputs = parser.add_argument_group("checkpoints, logs and export")
+    outputs.add_argument("--eval_every_epochs", type=int, default=1,
+                         help="With --eval_data: epochs between evaluations during "
+                              "training (0: only the final evaluation).")
+    outputs.add_argument("--keep_checkpoints", type=int, default=2)
+    outputs.add_argument("--log_every_steps", type=int, default=100,
+                         help="Steps between TensorBoard training scalars.")
+    outputs.add_argument("--export_dir", default="",
+                         help="Write the fine-tuned model as a SavedModel here.")
+    outputs.add_argument("--verbose", type=int, choices=(0, 1, 2), default=2,
+                         help="Keras fit verbosity (2: a line per epoch).")
+    return parser
+
+
+def parse_flags(argv=None):
+    """Parses and checks the flags; exits with a usage message on errors."""
+    parser = finetuning_parser()
+    flags = parser.parse_args(argv)
+    for name in ("global_batch_size", "max_seq_length", "keep_checkpoints", "log_every_steps"):
+        if getattr(flags, name) < 1:
+            parser.error(f"--{name} must be at least 1, got {getattr(flags, name)}.")
+    for name in ("train_steps", "num_classes", "eval_every_epochs"):
+        if getattr(flags, name) < 0:
+            parser.error(f"--{name} must not be negative, got {getattr(flags, name)}.")
+    if not flags.train_steps and flags.epochs < 1:
+        parser.error(f"--epochs must be at least 1 (or give --train_steps), got {flags.epochs}.")
+    if flags.warmup_steps is not None and flags.warmup_steps < 0:
+        parser.error(f"--warmup_steps must not be negative, got {flags.warmup_steps}.")
+    if flags.learning_rate <= 0:
+        parser.error(f"--learning_rate must be positive, got {flags.learning_rate}.")
+    if flags.max_seq_length < 4:
+        parser.error(f"--max_seq_length={flags.max_seq_length} is too short; use at least 4.")
+    if not flags.init_checkpoint and not flags.config:
+        parser.error(
+            "Give --init_checkpoint (a pretraining model_dir or a Hugging Face "
+            "directory) or, to train from scratch, --config (a preset or a JSON file)."
+        )
+    if flags.labels and flags.num_classes and len(split_labels(flags.labels)) != flags.num_classes:
+        parser.error(
+            f"--labels names {len(split_labels(flags.labels))} labels but "
+            f"--num_classes={flags.num_classes}; give one of the two, or matching ones."
+        )
+    return flags
+
+
+def split_labels(text):
+    """The labels of a comma-separated `--labels` value."""
+    labels = [label.strip() for label in text.split(",") if label.strip()]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"--labels={text!r} names a label twice.")
+    return labels
