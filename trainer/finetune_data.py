@@ -40,11 +40,11 @@ import json
 import numpy as np
 import tensorflow as tf
 
+from tfnlp.models.bert_encoder import ENCODER_INPUTS
 from tfnlp.text.packing import pack_inputs
 
 
 TASKS = ("classification", "token_classification", "span")
-FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
 
 # The label of a token that has none ([CLS], [SEP], padding, non-first
 # WordPieces): its weight is 0, and it is replaced by class 0 in the batch.
@@ -459,13 +459,13 @@ def encode_spans(examples, tokenizer, max_seq_length, report, chunk=1024):
             report.skip("answer truncated away")
         keep = ~(no_answer | truncated)
         kept += int(keep.sum())
-        for name in FEATURE_NAMES:
+        for name in ENCODER_INPUTS:
             outputs[name].append(features[name].numpy()[keep])
         outputs["start_positions"].append(start[keep].astype(np.int32))
         outputs["end_positions"].append(end[keep].astype(np.int32))
     report.kept = kept
     if not outputs:
-        empty = {name: np.zeros([0, max_seq_length], np.int32) for name in FEATURE_NAMES}
+        empty = {name: np.zeros([0, max_seq_length], np.int32) for name in ENCODER_INPUTS}
         return {**empty, "start_positions": np.zeros([0], np.int32),
                 "end_positions": np.zeros([0], np.int32)}
     return {name: np.concatenate(values) for name, values in outputs.items()}
@@ -478,7 +478,7 @@ def span_dataset(encoded, batch_size, training=False, seed=0, drop_remainder=Non
         A `tf.data.Dataset` of `(features, {"start_logits": starts,
         "end_logits": ends})`.
     """
-    features = {name: encoded[name] for name in FEATURE_NAMES}
+    features = {name: encoded[name] for name in ENCODER_INPUTS}
     labels = {"start_logits": encoded["start_positions"], "end_logits": encoded["end_positions"]}
     dataset = tf.data.Dataset.from_tensor_slices((features, labels))
     if training:

@@ -150,6 +150,22 @@ def test_segment_ids_change_the_outputs(encoder):
     assert np.abs(difference[0]).max() > 1e-3
 
 
+@pytest.mark.parametrize("num_layers", [1, 3])
+def test_query_positions_give_the_full_encoders_rows(num_layers):
+    encoder = BertEncoder(tiny_config(num_layers=num_layers))
+    randomize_weights(encoder, seed=num_layers + 1)
+    inputs = make_inputs()
+    positions = np.random.default_rng(0).integers(0, LENGTH, size=(len(LENGTHS), 4))
+    full = encoder(inputs, training=False)
+    queried = encoder.encode(inputs, query_positions=positions, training=False)
+    expected_rows = np.take_along_axis(
+        to_numpy(full["sequence_output"]), positions[..., None], axis=1)
+    np.testing.assert_allclose(to_numpy(queried["sequence_output"]), expected_rows,
+                               atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(to_numpy(queried["pooled_output"]),
+                               to_numpy(full["pooled_output"]), atol=1e-5, rtol=1e-5)
+
+
 def test_config_round_trip(encoder):
     inputs = make_inputs()
     config = encoder.get_config()

@@ -30,11 +30,11 @@ from tfnlp.models import (
     BertSpanExtractor,
     BertTokenClassifier,
 )
+from tfnlp.models.bert_encoder import ENCODER_INPUTS
 
-INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
 POOLINGS = ("pooler", "cls", "mean")
 
-_IDS_SIGNATURE = [tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES]
+_IDS_SIGNATURE = [tf.TensorSpec([None, None], tf.int32, name=name) for name in ENCODER_INPUTS]
 # Unknown rank: `[batch]` strings for single segments, `[batch, 2]` for pairs.
 _TEXT_SIGNATURE = [tf.TensorSpec(None, tf.string, name="text")]
 
@@ -70,7 +70,7 @@ class BertSignatures(tf.Module):
         preprocessor), `serving_default` is the ids signature."""
 
         def on_ids(input_ids, input_mask, segment_ids):
-            return self.outputs(dict(zip(INPUT_NAMES, (input_ids, input_mask, segment_ids))))
+            return self.outputs(dict(zip(ENCODER_INPUTS, (input_ids, input_mask, segment_ids))))
 
         functions = {
             self.ids_signature_name: tf.function(on_ids, input_signature=_IDS_SIGNATURE)

@@ -3,6 +3,7 @@
 from tfnlp.layers.activations import get_activation
 from tfnlp.layers.bahdanau_attention import BahdanauAttention
 from tfnlp.layers.dropout import Dropout
+from tfnlp.layers.gather import gather_positions
 from tfnlp.layers.global_attention import GlobalAttention
 from tfnlp.layers.lstm_encoder import LSTMEncoder
 from tfnlp.layers.luong_attention import LuongAttention

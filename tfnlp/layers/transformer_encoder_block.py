@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from tfnlp.layers.gather import gather_positions
 from tfnlp.layers.masking import merge_masks, padding_to_attention_mask
 from tfnlp.layers.transformer_block import TransformerBlock
 
@@ -105,14 +106,14 @@ class TransformerEncoderBlock(TransformerBlock):
             )
             if attention_mask is not None:
                 length = ops.shape(inputs)[1]
-                attention_mask = gather_rows(
+                attention_mask = gather_positions(
                     ops.broadcast_to(
                         ops.cast(attention_mask, "bool"),
                         (ops.shape(inputs)[0], length, length),
                     ),
                     query_positions,
                 )
-            inputs = gather_rows(inputs, query_positions)
+            inputs = gather_positions(inputs, query_positions)
         x, attention_scores, _ = self.attention_sublayer(
             "self_attention",
             inputs,
@@ -126,19 +127,3 @@ class TransformerEncoderBlock(TransformerBlock):
         if return_attention_scores:
             return x, attention_scores
         return x
-
-
-def gather_rows(sequence, positions):
-    """`result[b, q] = sequence[b, positions[b, q]]`, for `(batch, length,
-    ...)` `sequence` and int `(batch, num_queries)` `positions`: one gather of
-    the rows of the flattened `(batch * length, ...)` tensor."""
-    sequence = ops.convert_to_tensor(sequence)
-    positions = ops.cast(positions, "int32")
-    shape = ops.shape(sequence)
-    batch, length = shape[0], shape[1]
-    trailing = tuple(shape[2:])
-    offsets = ops.expand_dims(ops.arange(batch, dtype="int32") * length, -1)
-    flat_positions = ops.reshape(positions + offsets, (-1,))
-    flat_sequence = ops.reshape(sequence, (-1, *trailing))
-    gathered = ops.take(flat_sequence, flat_positions, axis=0)
-    return ops.reshape(gathered, (batch, -1, *trailing))

@@ -5,9 +5,9 @@ extraction."""
 from tfnlp.models.bert_classifier import BertClassifier
 from tfnlp.models.bert_config import BertConfig
 from tfnlp.models.bert_encoder import BertEncoder
+from tfnlp.layers.gather import gather_positions
 from tfnlp.models.bert_pretraining import (
     BertPretrainingModel,
-    gather_positions,
     masked_lm_loss,
     next_sentence_loss,
     pretraining_loss,

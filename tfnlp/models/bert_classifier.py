@@ -10,12 +10,11 @@ import keras
 from keras import ops
 
 from tfnlp.models.bert_encoder import (
+    ENCODER_INPUTS,
     BertEncoder,
     encoder_model_config,
     encoder_model_from_config,
 )
-
-ENCODER_INPUTS = ("input_ids", "input_mask", "segment_ids")
 
 
 class BertFinetuningModel(keras.Model):

@@ -1,11 +1,16 @@
 """The BERT encoder: embeddings and a stack of post-LN Transformer blocks."""
 
 import keras
+from keras import ops
 
 from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.position_embedding import PositionEmbedding
 from tfnlp.layers.transformer_encoder_block import TransformerEncoderBlock
 from tfnlp.models.bert_config import BertConfig
+
+# The encoder's inputs: the first three features of a pretraining record
+# (tfnlp.data.pretraining_schema) and what tfnlp.text.pack_inputs makes.
+ENCODER_INPUTS = ("input_ids", "input_mask", "segment_ids")
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -123,38 +128,63 @@ class BertEncoder(keras.Model):
         # === Functional model ===
         inputs = {
             name: keras.Input(shape=(None,), dtype="int32", name=name)
-            for name in ("input_ids", "input_mask", "segment_ids")
+            for name in ENCODER_INPUTS
         }
-        tokens = self.token_embedding(inputs["input_ids"])
-        x = self.embeddings_add(
-            [
-                tokens,
-                self.segment_embedding(inputs["segment_ids"]),
-                self.position_embedding(tokens),
-            ]
-        )
-        x = self.embeddings_layer_norm(x)
-        x = self.embeddings_dropout(x)
-        encoder_outputs = []
-        for transformer_layer in self.transformer_layers:
-            x = transformer_layer(x, padding_mask=inputs["input_mask"])
-            encoder_outputs.append(x)
-        pooled_output = self.pooled_dense(x[:, 0, :])
-        super().__init__(
-            inputs=inputs,
-            outputs={
-                "sequence_output": x,
-                "pooled_output": pooled_output,
-                "encoder_outputs": encoder_outputs,
-            },
-            **kwargs,
-        )
+        super().__init__(inputs=inputs, outputs=self.encode(inputs), **kwargs)
         if dtype is not None:
             # The sublayers got `dtype` above; this is the model's own policy.
             self.dtype_policy = keras.dtype_policies.get(dtype)
 
         # === Config ===
         self.config = config
+
+    def encode(self, inputs, query_positions=None, training=None):
+        """The encoder's forward pass: the one definition its functional
+        graph is built from.
+
+        Args:
+            inputs: a dict of int `(batch, length)` `input_ids`,
+                `input_mask` and `segment_ids`.
+            query_positions: optional int `(batch, P)`: the last block then
+                computes its outputs only at [CLS] and these positions (keys
+                and values still span the whole sequence, so these rows
+                equal the full encoder's); a masked-LM head reads no other
+                row, and the rest of that block's work is skipped.
+            training: whether dropout is active.
+
+        Returns:
+            A dict: `sequence_output` (`(batch, length, hidden)`, or the `P`
+            rows at `query_positions`), `pooled_output` (`(batch,
+            hidden)`, from [CLS]) and, without `query_positions`,
+            `encoder_outputs` (every block's output).
+        """
+        input_ids, input_mask, segment_ids = (
+            ops.cast(inputs[name], "int32") for name in ENCODER_INPUTS)
+        tokens = self.token_embedding(input_ids)
+        x = self.embeddings_add(
+            [tokens, self.segment_embedding(segment_ids), self.position_embedding(tokens)]
+        )
+        x = self.embeddings_layer_norm(x)
+        x = self.embeddings_dropout(x, training=training)
+        if query_positions is None:
+            encoder_outputs = []
+            for transformer_layer in self.transformer_layers:
+                x = transformer_layer(x, padding_mask=input_mask, training=training)
+                encoder_outputs.append(x)
+            return {
+                "sequence_output": x,
+                "pooled_output": self.pooled_dense(x[:, 0, :]),
+                "encoder_outputs": encoder_outputs,
+            }
+        query_positions = ops.cast(query_positions, "int32")
+        for transformer_layer in self.transformer_layers[:-1]:
+            x = transformer_layer(x, padding_mask=input_mask, training=training)
+        with_cls = ops.concatenate([ops.zeros_like(query_positions[:, :1]), query_positions],
+                                   axis=1)
+        x = self.transformer_layers[-1](
+            x, padding_mask=input_mask, training=training, query_positions=with_cls
+        )
+        return {"sequence_output": x[:, 1:, :], "pooled_output": self.pooled_dense(x[:, 0, :])}
 
     @property
     def token_embedding_matrix(self):

@@ -23,13 +23,13 @@ from keras import ops
 from tfnlp.layers.activations import get_activation
 from tfnlp.metrics import MaskedLMAccuracy, MaskedLMPerplexity, NextSentenceAccuracy
 from tfnlp.models.bert_encoder import (
+    ENCODER_INPUTS,
     BertEncoder,
     encoder_model_config,
     encoder_model_from_config,
 )
 
-# The features of a pretraining batch (tfnlp.data.pretraining_schema).
-ENCODER_INPUTS = ("input_ids", "input_mask", "segment_ids")
+# The other features of a pretraining batch (tfnlp.data.pretraining_schema).
 MASKED_LM_POSITIONS = "masked_lm_positions"
 MASKED_LM_IDS = "masked_lm_ids"
 MASKED_LM_WEIGHTS = "masked_lm_weights"
@@ -176,50 +176,15 @@ class BertPretrainingModel(keras.Model):
         return self.encoder.config
 
     def call(self, inputs, training=None):
-        encoder_inputs = _encoder_inputs(inputs)
-        positions = ops.cast(
-            _required(inputs, MASKED_LM_POSITIONS, type(self).__name__), "int32"
-        )
-        encoder = self.encoder
-        if not encoder.transformer_layers:
-            encoder_outputs = encoder(encoder_inputs, training=training)
-            hidden = gather_positions(encoder_outputs["sequence_output"], positions)
-            pooled_output = encoder_outputs["pooled_output"]
-        else:
-            # The encoder's own graph, run layer by layer, except that the
-            # last block computes its outputs only where the heads read
-            # them: [CLS] (position 0) and the masked positions. Keys and
-            # values still span the whole sequence, so these rows equal
-            # the full encoder's; the rest of that block's work is skipped.
-            input_ids, input_mask, segment_ids = (
-                ops.cast(encoder_inputs[key], "int32") for key in ENCODER_INPUTS
-            )
-            tokens = encoder.token_embedding(input_ids)
-            x = encoder.embeddings_add(
-                [
-                    tokens,
-                    encoder.segment_embedding(segment_ids),
-                    encoder.position_embedding(tokens),
-                ]
-            )
-            x = encoder.embeddings_layer_norm(x)
-            x = encoder.embeddings_dropout(x, training=training)
-            for transformer_layer in encoder.transformer_layers[:-1]:
-                x = transformer_layer(x, padding_mask=input_mask, training=training)
-            query_positions = ops.concatenate(
-                [ops.zeros_like(positions[:, :1]), positions], axis=1
-            )
-            x = encoder.transformer_layers[-1](
-                x,
-                padding_mask=input_mask,
-                training=training,
-                query_positions=query_positions,
-            )
-            pooled_output = encoder.pooled_dense(x[:, 0, :])
-            hidden = x[:, 1:, :]
+        positions = _required(inputs, MASKED_LM_POSITIONS, type(self).__name__)
+        # The last encoder block computes only [CLS] and the masked
+        # positions: the heads read no other row of it.
+        encoder_outputs = self.encoder.encode(
+            _encoder_inputs(inputs), query_positions=positions, training=training)
         return {
-            "mlm_logits": self._masked_lm_logits(hidden),
-            "nsp_logits": ops.cast(self.next_sentence_dense(pooled_output), "float32"),
+            "mlm_logits": self._masked_lm_logits(encoder_outputs["sequence_output"]),
+            "nsp_logits": ops.cast(
+                self.next_sentence_dense(encoder_outputs["pooled_output"]), "float32"),
         }
 
     def _masked_lm_logits(self, hidden):
@@ -299,38 +264,6 @@ class BertPretrainingModel(keras.Model):
     @classmethod
     def from_config(cls, config):
         return encoder_model_from_config(cls, config)
-
-
-def gather_positions(sequence_output, positions):
-    """The vectors of `sequence_output` at `positions`, per sequence.
-
-    Args:
-        sequence_output: `[batch, length, hidden]`.
-        positions: int `[batch, P]`, each in `[0, length)`.
-
-    Returns:
-        `[batch, P, hidden]`: `result[b, p] = sequence_output[b,
-        positions[b, p]]`. One gather of rows of the flattened
-        `[batch * length, hidden]` tensor, as google-research/bert's
-        `gather_indexes`.
-
-    Example:
-
-    >>> import numpy as np
-    >>> sequence = np.arange(12, dtype="float32").reshape(2, 3, 2)
-    >>> gathered = gather_positions(sequence, np.array([[2, 0], [1, 1]]))
-    >>> keras.ops.convert_to_numpy(gathered).tolist()
-    [[[4.0, 5.0], [0.0, 1.0]], [[8.0, 9.0], [8.0, 9.0]]]
-    """
-    sequence_output = ops.convert_to_tensor(sequence_output)
-    positions = ops.cast(positions, "int32")
-    shape = ops.shape(sequence_output)
-    batch, length, hidden = shape[0], shape[1], sequence_output.shape[-1]
-    offsets = ops.expand_dims(ops.arange(batch, dtype="int32") * length, -1)
-    flat_positions = ops.reshape(positions + offsets, (-1,))
-    flat_sequence = ops.reshape(sequence_output, (-1, hidden))
-    gathered = ops.take(flat_sequence, flat_positions, axis=0)
-    return ops.reshape(gathered, (batch, -1, hidden))
 
 
 # --- Losses -------------------------------------------------------------------
