@@ -94,9 +94,8 @@ CASES = (
          'right = (start[:count] == positions["start"]) & (end[:count] == positions["end"])',
          'right = (start[:count] == positions["start"]) | (end[:count] == positions["end"])',
          ("tests/trainer/test_finetune.py::test_span_from_huggingface_checkpoint",)),
-    Case("huggingface_weights_not_loaded", "trainer/bert_models.py",
-         "        huggingface.load_encoder_weights(encoder, checkpoint.encoder_tensors,"
-         " init_checkpoint)\n",
+    Case("huggingface_weights_not_loaded", "tfnlp/models/bert_encoder.py",
+         "        huggingface.load_encoder_weights(encoder, checkpoint.encoder_tensors, source)\n",
          "",
          ("tests/trainer/test_finetune.py::test_span_from_huggingface_checkpoint",)),
     Case("pairs_lose_their_first_segment", "tfnlp/export/text_preprocessor.py",

@@ -13,10 +13,10 @@
   a pretraining or fine-tuning checkpoint (the `config.json` beside it), of
   a Hugging Face directory, or new from a config;
 - `load_run_model(model_dir, checkpoint)`: a run's model with the weights of
-  its latest (or a given) checkpoint.
+  its latest (or a given) checkpoint; `huggingface_model(path)`: the model
+  of a Hugging Face directory.
 """
 
-import dataclasses
 import logging
 import os
 
@@ -32,7 +32,7 @@ from tfnlp.models import (
     huggingface,
 )
 from trainer import run_files
-from trainer.checkpoints import find_checkpoint, is_huggingface_directory
+from trainer.checkpoints import find_checkpoint
 
 LOGGER = logging.getLogger(__name__)
 
@@ -112,10 +112,8 @@ def encoder_from_source(init_checkpoint="", config="", overrides=None):
     if not init_checkpoint:
         encoder = BertEncoder(config_from_name(config, overrides))
         return encoder, f"random weights of --config={config}"
-    if is_huggingface_directory(init_checkpoint):
-        checkpoint = huggingface.read_huggingface_checkpoint(init_checkpoint)
-        encoder = BertEncoder(dataclasses.replace(checkpoint.config, **overrides))
-        huggingface.load_encoder_weights(encoder, checkpoint.encoder_tensors, init_checkpoint)
+    if huggingface.is_huggingface_directory(init_checkpoint):
+        encoder = BertEncoder.from_huggingface(init_checkpoint, config_overrides=overrides)
         return encoder, f"the Hugging Face checkpoint {init_checkpoint}"
     prefix = find_checkpoint(init_checkpoint, "--init_checkpoint")
     config_path = os.path.join(os.path.dirname(prefix), run_files.CONFIG_FILE)
@@ -157,6 +155,15 @@ def restore_encoder(encoder, prefix):
         ) from None
     status.expect_partial()
     LOGGER.info("Restored the encoder's %d variables from %s.", len(encoder.weights), prefix)
+
+
+def huggingface_model(path):
+    """The model of a Hugging Face BERT directory, read once: its
+    `BertPretrainingModel` when the checkpoint has pretraining heads
+    (`cls.*`), else its `BertEncoder`."""
+    checkpoint = huggingface.read_huggingface_checkpoint(path)
+    model_class = BertPretrainingModel if checkpoint.head_tensors else BertEncoder
+    return model_class.from_huggingface_checkpoint(checkpoint, path)
 
 
 def load_run_model(model_dir, checkpoint=""):

@@ -69,16 +69,6 @@ class Checkpoints:
                 pass  # Another worker's directory is still there.
 
 
-HUGGINGFACE_WEIGHTS = ("model.safetensors", "model.safetensors.index.json")
-
-
-def is_huggingface_directory(path):
-    """Whether `path` is a directory with Hugging Face safetensors weights."""
-    return tf.io.gfile.isdir(path) and any(
-        tf.io.gfile.exists(os.path.join(path, name)) for name in HUGGINGFACE_WEIGHTS
-    )
-
-
 def find_checkpoint(path, flag):
     """The checkpoint prefix that `path` (a directory or a prefix) names.
 

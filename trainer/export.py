@@ -41,11 +41,9 @@ from tfnlp.models import (
     BertSpanExtractor,
     huggingface,
 )
-from tfnlp.models.bert_pretraining import load_huggingface_head_weights
 from tfnlp.text import BertTokenizer
 from trainer import run_files
-from trainer.bert_models import check_inputs_fit, load_run_model
-from trainer.checkpoints import is_huggingface_directory
+from trainer.bert_models import check_inputs_fit, huggingface_model, load_run_model
 
 LOGGER = logging.getLogger("trainer.export")
 
@@ -115,13 +113,7 @@ def sentence_transformers_options(model_dir):
 def _huggingface_model(model_dir):
     """The model of a Hugging Face directory and what its files say about
     serving it (vocabulary, lower-casing, pooling, sequence length)."""
-    # Read once: the tensors give the encoder and, if present, its heads.
-    checkpoint = huggingface.read_huggingface_checkpoint(model_dir)
-    model = BertEncoder(checkpoint.config)
-    huggingface.load_encoder_weights(model, checkpoint.encoder_tensors, model_dir)
-    if checkpoint.head_tensors:
-        model = BertPretrainingModel(model)
-        load_huggingface_head_weights(model, checkpoint.head_tensors, model_dir)
+    model = huggingface_model(model_dir)
     record = {"model": "huggingface"}
     vocab_file = os.path.join(model_dir, "vocab.txt")
     if tf.io.gfile.exists(vocab_file):
@@ -149,7 +141,7 @@ def load_trained_model(model_dir, checkpoint=""):
         writes it (plus `pooling`/`normalize` for sentence-transformers
         directories).
     """
-    if is_huggingface_directory(model_dir):
+    if huggingface.is_huggingface_directory(model_dir):
         return _huggingface_model(model_dir)
     return load_run_model(model_dir, checkpoint), run_files.read_serving_record(model_dir)
 

@@ -31,11 +31,12 @@ from tfnlp.models import (
     next_sentence_loss,
     pretraining_loss,
 )
-from tfnlp.models.bert_pretraining import (
+from tfnlp.models.huggingface import (
+    encoder_tensors_from_encoder,
+    huggingface_config_dict,
     huggingface_head_tensors_from_model,
     load_huggingface_head_weights,
 )
-from tfnlp.models.huggingface import encoder_tensors_from_encoder, huggingface_config_dict
 
 VOCAB, LENGTH, PREDICTIONS = 61, 10, 4
 LENGTHS = [10, 7, 4]

@@ -1,11 +1,14 @@
 """The BERT encoder: embeddings and a stack of post-LN Transformer blocks."""
 
+import dataclasses
+
 import keras
 from keras import ops
 
 from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.position_embedding import PositionEmbedding
 from tfnlp.layers.transformer_encoder_block import TransformerEncoderBlock
+from tfnlp.models import huggingface
 from tfnlp.models.bert_config import BertConfig
 
 # The encoder's inputs: the first three features of a pretraining record
@@ -192,7 +195,7 @@ class BertEncoder(keras.Model):
         return self.token_embedding.embeddings
 
     @classmethod
-    def from_huggingface(cls, path, dtype=None, **kwargs):
+    def from_huggingface(cls, path, config_overrides=None, dtype=None, **kwargs):
         """An encoder with the weights of a Hugging Face BERT checkpoint.
 
         Reads `path/config.json` and `path/model.safetensors` (or the shards
@@ -200,10 +203,12 @@ class BertEncoder(keras.Model):
         PyTorch is not needed. Names with or without the `bert.` prefix and
         LayerNorm parameters named `gamma`/`beta` or `weight`/`bias` are
         accepted; the pretraining heads (`cls.*`) are left out here (see
-        `tfnlp.models.huggingface.read_huggingface_checkpoint`).
+        `BertPretrainingModel.from_huggingface`).
 
         Args:
             path: the checkpoint directory.
+            config_overrides: `BertConfig` fields to change, such as the
+                dropouts for fine-tuning (not the sizes: the weights fix them).
             dtype: as in the constructor.
             **kwargs: standard `keras.Model` arguments, such as `name`.
 
@@ -212,11 +217,19 @@ class BertEncoder(keras.Model):
                 know or lacks some it needs (both are listed), or a tensor's
                 size does not match the config.
         """
-        from tfnlp.models import huggingface
+        return cls.from_huggingface_checkpoint(
+            huggingface.read_huggingface_checkpoint(path), path, config_overrides, dtype,
+            **kwargs)
 
-        checkpoint = huggingface.read_huggingface_checkpoint(path)
-        encoder = cls(checkpoint.config, dtype=dtype, **kwargs)
-        huggingface.load_encoder_weights(encoder, checkpoint.encoder_tensors, path)
+    @classmethod
+    def from_huggingface_checkpoint(cls, checkpoint, source, config_overrides=None, dtype=None,
+                                    **kwargs):
+        """`from_huggingface` on the tensors of a checkpoint already read
+        (`huggingface.read_huggingface_checkpoint`); `source` names it in
+        errors."""
+        config = dataclasses.replace(checkpoint.config, **(config_overrides or {}))
+        encoder = cls(config, dtype=dtype, **kwargs)
+        huggingface.load_encoder_weights(encoder, checkpoint.encoder_tensors, source)
         return encoder
 
     def get_config(self):

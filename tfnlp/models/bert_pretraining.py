@@ -22,6 +22,7 @@ from keras import ops
 
 from tfnlp.layers.activations import get_activation
 from tfnlp.metrics import MaskedLMAccuracy, MaskedLMPerplexity, NextSentenceAccuracy
+from tfnlp.models import huggingface
 from tfnlp.models.bert_encoder import (
     ENCODER_INPUTS,
     BertEncoder,
@@ -227,18 +228,19 @@ class BertPretrainingModel(keras.Model):
     # --- Hugging Face -------------------------------------------------------
 
     @classmethod
-    def from_huggingface(cls, path, dtype=None, **kwargs):
+    def from_huggingface(cls, path, config_overrides=None, dtype=None, **kwargs):
         """The model with the weights of a Hugging Face BERT checkpoint.
 
         Loads the encoder as `BertEncoder.from_huggingface` does, and the
         pretraining heads (`cls.*`, as `BertForPreTraining` stores them) with
-        `load_huggingface_head_weights`. A head the checkpoint lacks (a
-        `BertModel` has neither, a `BertForMaskedLM` has no next-sentence
-        head) keeps its fresh initialization.
+        `huggingface.load_huggingface_head_weights`. A head the checkpoint
+        lacks (a `BertModel` has neither, a `BertForMaskedLM` has no
+        next-sentence head) keeps its fresh initialization.
 
         Args:
             path: the checkpoint directory (`config.json`,
                 `model.safetensors`).
+            config_overrides: `BertConfig` fields to change (dropouts).
             dtype: dtype or policy of the encoder and the heads.
             **kwargs: standard `keras.Model` arguments, such as `name`.
 
@@ -247,13 +249,20 @@ class BertPretrainingModel(keras.Model):
                 tensors that are unknown, incomplete, of the wrong shape, or
                 an untied decoder (see `load_huggingface_head_weights`).
         """
-        from tfnlp.models import huggingface
+        return cls.from_huggingface_checkpoint(
+            huggingface.read_huggingface_checkpoint(path), path, config_overrides, dtype,
+            **kwargs)
 
-        checkpoint = huggingface.read_huggingface_checkpoint(path)
-        encoder = BertEncoder(checkpoint.config, dtype=dtype)
-        huggingface.load_encoder_weights(encoder, checkpoint.encoder_tensors, path)
+    @classmethod
+    def from_huggingface_checkpoint(cls, checkpoint, source, config_overrides=None, dtype=None,
+                                    **kwargs):
+        """`from_huggingface` on the tensors of a checkpoint already read
+        (`huggingface.read_huggingface_checkpoint`); `source` names it in
+        errors."""
+        encoder = BertEncoder.from_huggingface_checkpoint(
+            checkpoint, source, config_overrides, dtype)
         model = cls(encoder, dtype=dtype, **kwargs)
-        load_huggingface_head_weights(model, checkpoint.head_tensors, path)
+        huggingface.load_huggingface_head_weights(model, checkpoint.head_tensors, source)
         return model
 
     # --- Serialization ------------------------------------------------------
@@ -424,162 +433,6 @@ def pretraining_loss(batch, outputs, global_batch_size=None, masked_lm_denominat
         batch[NEXT_SENTENCE_LABELS], outputs["nsp_logits"], global_batch_size
     )
     return {"loss": mlm + nsp, "masked_lm_loss": mlm, "next_sentence_loss": nsp}
-
-
-# --- Hugging Face heads -------------------------------------------------------
-
-_MASKED_LM_TENSORS = (
-    "cls.predictions.transform.dense.weight",
-    "cls.predictions.transform.dense.bias",
-    "cls.predictions.transform.LayerNorm.weight",
-    "cls.predictions.transform.LayerNorm.bias",
-    "cls.predictions.bias",
-)
-_NEXT_SENTENCE_TENSORS = ("cls.seq_relationship.weight", "cls.seq_relationship.bias")
-_MASKED_LM_BIAS_NAME = "cls.predictions.bias"
-_DECODER_WEIGHT = "cls.predictions.decoder.weight"
-_DECODER_BIAS = "cls.predictions.decoder.bias"
-# How far a stored decoder weight may be from the word embeddings and still
-# count as tied (bfloat16 checkpoints round both the same way).
-_TIED_TOLERANCE = 1e-6
-
-
-def _head_variables(model):
-    """`(name, variable, transposed)` for every Hugging Face head tensor."""
-    return [
-        ("cls.predictions.transform.dense.weight", model.masked_lm_dense.kernel, True),
-        ("cls.predictions.transform.dense.bias", model.masked_lm_dense.bias, False),
-        (
-            "cls.predictions.transform.LayerNorm.weight",
-            model.masked_lm_layer_norm.gamma,
-            False,
-        ),
-        (
-            "cls.predictions.transform.LayerNorm.bias",
-            model.masked_lm_layer_norm.beta,
-            False,
-        ),
-        ("cls.predictions.bias", model.masked_lm_bias, False),
-        ("cls.seq_relationship.weight", model.next_sentence_dense.kernel, True),
-        ("cls.seq_relationship.bias", model.next_sentence_dense.bias, False),
-    ]
-
-
-def load_huggingface_head_weights(model, head_tensors, source="the checkpoint"):
-    """Assigns Hugging Face `cls.*` tensors to a `BertPretrainingModel`.
-
-    The masked-LM tensors (`cls.predictions.transform.dense.*`,
-    `cls.predictions.transform.LayerNorm.*`, `cls.predictions.bias`) and the
-    next-sentence tensors (`cls.seq_relationship.*`) are loaded group by
-    group: a group that is absent altogether is left as it is, a group
-    that is incomplete is an error. The decoder is tied to the word
-    embeddings: `cls.predictions.decoder.weight`, when stored, must equal
-    the encoder's token embeddings (already loaded), and
-    `cls.predictions.decoder.bias`, when stored, stands for
-    `cls.predictions.bias` (they are the same parameter in Hugging Face).
-
-    Args:
-        model: a `BertPretrainingModel` whose encoder holds the checkpoint's
-            encoder weights.
-        head_tensors: canonical name -> numpy array, as
-            `read_huggingface_checkpoint(path).head_tensors`.
-        source: where the tensors come from, for error messages.
-
-    Returns:
-        The names of the groups loaded: a subset of
-        `["masked_lm", "next_sentence"]`.
-
-    Raises:
-        ValueError: for unknown `cls.*` tensors, an incomplete group, a
-            tensor whose shape does not fit the config, or a decoder weight
-            that differs from the word embeddings (an untied head, which
-            this model cannot hold).
-    """
-    import numpy as np
-
-    tensors = dict(head_tensors)
-    if _DECODER_BIAS in tensors:
-        decoder_bias = tensors.pop(_DECODER_BIAS)
-        if _MASKED_LM_BIAS_NAME in tensors and not np.array_equal(
-            tensors[_MASKED_LM_BIAS_NAME], decoder_bias
-        ):
-            raise ValueError(
-                f"{source} holds both {_MASKED_LM_BIAS_NAME!r} and "
-                f"{_DECODER_BIAS!r} with different values; in Hugging Face BERT "
-                "they are one tied parameter. Keep one of them."
-            )
-        tensors.setdefault(_MASKED_LM_BIAS_NAME, decoder_bias)
-    decoder_weight = tensors.pop(_DECODER_WEIGHT, None)
-    known = set(_MASKED_LM_TENSORS) | set(_NEXT_SENTENCE_TENSORS)
-    unknown = sorted(set(tensors) - known)
-    if unknown:
-        raise ValueError(
-            f"{source} has pretraining-head tensors BertPretrainingModel does "
-            f"not have: {', '.join(unknown)}. Known: {', '.join(sorted(known))}, "
-            f"{_DECODER_WEIGHT} and {_DECODER_BIAS} (tied)."
-        )
-    loaded = []
-    for group, names in (
-        ("masked_lm", _MASKED_LM_TENSORS),
-        ("next_sentence", _NEXT_SENTENCE_TENSORS),
-    ):
-        present = [name for name in names if name in tensors]
-        if present and len(present) < len(names):
-            missing = sorted(set(names) - set(present))
-            raise ValueError(
-                f"{source} has an incomplete {group} head: it lacks "
-                f"{', '.join(missing)} (it has {', '.join(present)}). Store "
-                "all of the head's tensors, or none to keep a fresh head."
-            )
-        if present:
-            loaded.append(group)
-    for name, variable, transposed in _head_variables(model):
-        if name not in tensors:
-            continue
-        tensor = np.asarray(tensors[name])
-        if transposed:
-            tensor = tensor.T
-        if tensor.shape != tuple(variable.shape):
-            stored = tensor.T.shape if transposed else tensor.shape
-            expected = tuple(variable.shape)[::-1] if transposed else tuple(variable.shape)
-            raise ValueError(
-                f"{source}: tensor {name!r} has shape {stored}, but the "
-                f"model's config needs {expected}. The config.json does not "
-                "match the weights."
-            )
-        variable.assign(tensor.astype(variable.dtype))
-    if decoder_weight is not None:
-        embeddings = keras.ops.convert_to_numpy(model.encoder.token_embedding.embeddings)
-        decoder_weight = np.asarray(decoder_weight, dtype=embeddings.dtype)
-        if decoder_weight.shape != embeddings.shape or not np.allclose(
-            decoder_weight, embeddings, rtol=0, atol=_TIED_TOLERANCE
-        ):
-            raise ValueError(
-                f"{source}: {_DECODER_WEIGHT!r} differs from the word embeddings "
-                "(embeddings.word_embeddings.weight). BertPretrainingModel ties "
-                "the masked-LM output projection to the token embeddings, so it "
-                "cannot hold an untied decoder. Drop the tensor to use the "
-                "embeddings, or fine-tune from the encoder alone."
-            )
-    return loaded
-
-
-def huggingface_head_tensors_from_model(model):
-    """A `BertPretrainingModel`'s heads as Hugging Face `cls.*` tensors.
-
-    The inverse of `load_huggingface_head_weights` (without the decoder
-    weight, which is tied to the word embeddings): together with
-    `huggingface.encoder_tensors_from_encoder(model.encoder)`, saved with
-    `safetensors.numpy.save_file`, it makes a checkpoint
-    `BertPretrainingModel.from_huggingface` reads back.
-    """
-    import numpy as np
-
-    tensors = {}
-    for name, variable, transposed in _head_variables(model):
-        array = keras.ops.convert_to_numpy(variable)
-        tensors[name] = np.ascontiguousarray(array.T if transposed else array)
-    return tensors
 
 
 # --- Helpers ------------------------------------------------------------------
