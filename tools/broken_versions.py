@@ -94,7 +94,7 @@ CASES = (
          'right = (start[:count] == positions["start"]) & (end[:count] == positions["end"])',
          'right = (start[:count] == positions["start"]) | (end[:count] == positions["end"])',
          ("tests/trainer/test_finetune.py::test_span_from_huggingface_checkpoint",)),
-    Case("huggingface_weights_not_loaded", "tfnlp/models/bert_encoder.py",
+    Case("huggingface_weights_not_loaded", "tfnlp/models/bert/bert_encoder.py",
          "        huggingface.load_encoder_weights(encoder, checkpoint.encoder_tensors, source)\n",
          "",
          ("tests/trainer/test_finetune.py::test_span_from_huggingface_checkpoint",)),

@@ -29,8 +29,8 @@ from tfnlp.models import (
     BertPretrainingModel,
     BertSpanExtractor,
     BertTokenClassifier,
-    huggingface,
 )
+from tfnlp.models.bert import huggingface
 from trainer import run_files
 from trainer.checkpoints import find_checkpoint
 

@@ -39,8 +39,8 @@ from tfnlp.models import (
     BertEncoder,
     BertPretrainingModel,
     BertSpanExtractor,
-    huggingface,
 )
+from tfnlp.models.bert import huggingface
 from tfnlp.text import BertTokenizer
 from trainer import run_files
 from trainer.bert_models import check_inputs_fit, huggingface_model, load_run_model

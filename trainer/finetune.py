@@ -39,7 +39,7 @@ Initialization (`--init_checkpoint`):
   A model_dir of this script works too (its checkpoints hold
   `model/encoder` as well).
 - a Hugging Face BERT directory (`config.json` and `model.safetensors`,
-  read by `tfnlp.models.huggingface`, without PyTorch).
+  read by `tfnlp.models.bert.huggingface`, without PyTorch).
 - nothing: the encoder of `--config` (a preset name or a BertConfig JSON
   file) starts from random weights.
 

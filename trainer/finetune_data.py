@@ -40,7 +40,7 @@ import json
 import numpy as np
 import tensorflow as tf
 
-from tfnlp.models.bert_encoder import ENCODER_INPUTS
+from tfnlp.models.bert.bert_encoder import ENCODER_INPUTS
 from tfnlp.text.packing import pack_inputs
 
 

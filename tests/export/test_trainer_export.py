@@ -14,8 +14,8 @@ import tensorflow as tf
 from safetensors.numpy import load_file
 
 from tests.export.helpers import run_in_new_process
-from tests.models.numpy_bert_reference import bert_forward, mean_pooled_sentence_embedding
-from tests.models.test_huggingface import minilm_path, real_sentences  # noqa: F401 (fixture)
+from tests.models.bert.numpy_bert_reference import bert_forward, mean_pooled_sentence_embedding
+from tests.models.bert.test_huggingface import minilm_path, real_sentences  # noqa: F401 (fixture)
 from tfnlp.text import BertTokenizer, pack_inputs
 from trainer import export
 

@@ -1,7 +1,7 @@
 """The pretraining metrics against numpy, over several batches.
 
 Their sums across tf.distribute replicas are checked in
-tests/models/test_bert_pretraining.py (a two-replica MirroredStrategy).
+tests/models/bert/test_bert_pretraining.py (a two-replica MirroredStrategy).
 """
 
 import keras

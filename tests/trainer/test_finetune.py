@@ -23,7 +23,7 @@ from tfnlp.models import (
     BertSpanExtractor,
     BertTokenClassifier,
 )
-from tfnlp.models.huggingface import encoder_tensors_from_encoder, huggingface_config_dict
+from tfnlp.models.bert.huggingface import encoder_tensors_from_encoder, huggingface_config_dict
 from tfnlp.text.bert_tokenizer import BertTokenizer
 from trainer import export, finetune, finetune_data
 

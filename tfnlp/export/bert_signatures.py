@@ -30,7 +30,7 @@ from tfnlp.models import (
     BertSpanExtractor,
     BertTokenClassifier,
 )
-from tfnlp.models.bert_encoder import ENCODER_INPUTS
+from tfnlp.models.bert.bert_encoder import ENCODER_INPUTS
 
 POOLINGS = ("pooler", "cls", "mean")
 

@@ -1,21 +1,19 @@
-"""BERT models: the config, the encoder, Hugging Face checkpoint loading,
-the pretraining model and its losses, fine-tuning heads and feature
-extraction."""
+"""Models by family. The BERT family (`tfnlp.models.bert`: the config, the
+encoder, the pretraining model, fine-tuning heads, feature extraction, the
+Hugging Face converter) is exported here as well; its losses live in
+`tfnlp.losses`. The seq2seq and decoder-LM families join as sibling
+packages."""
 
-from tfnlp.models.bert_classifier import BertClassifier
-from tfnlp.models.bert_config import BertConfig
-from tfnlp.models.bert_encoder import BertEncoder
-from tfnlp.layers.gather import gather_positions
-from tfnlp.models.bert_pretraining import (
-    BertPretrainingModel,
-    masked_lm_loss,
-    next_sentence_loss,
-    pretraining_loss,
-)
-from tfnlp.models.bert_span_extractor import BertSpanExtractor
-from tfnlp.models.bert_token_classifier import BertTokenClassifier
-from tfnlp.models.feature_extraction import (
+from tfnlp.losses import masked_lm_loss, next_sentence_loss, pretraining_loss
+from tfnlp.models.bert import (
     FEATURE_STRATEGIES,
+    BertClassifier,
+    BertConfig,
+    BertEncoder,
     BertFeatureExtractor,
+    BertPretrainingModel,
+    BertSpanExtractor,
+    BertTokenClassifier,
     bert_features,
+    gather_positions,
 )

@@ -12,7 +12,7 @@ import math
 
 import tensorflow as tf
 
-from tfnlp.models.bert_pretraining import MASKED_LM_DENOMINATOR_EPSILON, pretraining_loss
+from tfnlp.losses.pretraining_losses import MASKED_LM_DENOMINATOR_EPSILON, pretraining_loss
 
 
 class BertPretrainingTask:

@@ -25,7 +25,7 @@ import typing
 import keras
 import numpy as np
 
-from tfnlp.models.bert_config import BertConfig
+from tfnlp.models.bert.bert_config import BertConfig
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"

@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from tfnlp.models.bert_classifier import (
+from tfnlp.models.bert.bert_classifier import (
     BertFinetuningModel,
     check_dropout,
     check_num_classes,

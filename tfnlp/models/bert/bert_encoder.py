@@ -8,8 +8,8 @@ from keras import ops
 from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.position_embedding import PositionEmbedding
 from tfnlp.layers.transformer_encoder_block import TransformerEncoderBlock
-from tfnlp.models import huggingface
-from tfnlp.models.bert_config import BertConfig
+from tfnlp.models.bert import huggingface
+from tfnlp.models.bert.bert_config import BertConfig
 
 # The encoder's inputs: the first three features of a pretraining record
 # (tfnlp.data.pretraining_schema) and what tfnlp.text.pack_inputs makes.

@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from tfnlp.models.bert_classifier import BertFinetuningModel
+from tfnlp.models.bert.bert_classifier import BertFinetuningModel
 
 # The logit of a padding position: far below any real logit, so that its
 # softmax probability is 0 in float32, and still finite (no inf - inf NaNs).

@@ -1,7 +1,7 @@
 """BertPretrainingModel, its losses and Hugging Face head loading.
 
 The heads are checked against a plain-numpy reference (written here, on top
-of `tests/models/numpy_bert_reference.py`'s encoder) on a synthetic
+of `tests/models/bert/numpy_bert_reference.py`'s encoder) on a synthetic
 Hugging Face checkpoint with `cls.*` tensors, and against keras-hub's
 `MaskedLMHead` computed on every position.
 """
@@ -18,8 +18,8 @@ import tensorflow as tf
 
 from tests.conftest import REPOSITORY
 from tests.layer_test_helpers import assert_allclose_nested, to_numpy
-from tests.models.numpy_bert_reference import ACTIVATIONS, bert_forward, layer_norm
-from tests.models.test_huggingface import random_head_tensors, with_naming, write_checkpoint
+from tests.models.bert.numpy_bert_reference import ACTIVATIONS, bert_forward, layer_norm
+from tests.models.bert.test_huggingface import random_head_tensors, with_naming, write_checkpoint
 from tfnlp.data import pretraining_schema
 from tfnlp.data.pretraining_reader import pretraining_dataset
 from tfnlp.models import (
@@ -31,7 +31,7 @@ from tfnlp.models import (
     next_sentence_loss,
     pretraining_loss,
 )
-from tfnlp.models.huggingface import (
+from tfnlp.models.bert.huggingface import (
     encoder_tensors_from_encoder,
     huggingface_config_dict,
     huggingface_head_tensors_from_model,
@@ -443,7 +443,7 @@ def test_fit_without_labels_is_explained(model):
 
 
 def numpy_pretraining_heads(tensors, hf_config, batch):
-    """The numpy BERT (tests/models/numpy_bert_reference.py) plus its
+    """The numpy BERT (tests/models/bert/numpy_bert_reference.py) plus its
     pretraining heads, from Hugging Face tensors, in float64."""
     weights = {name: np.asarray(t, np.float64) for name, t in tensors.items()}
     encoded = bert_forward(

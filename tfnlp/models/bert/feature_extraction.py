@@ -18,7 +18,7 @@ Table 7's learned "weighted sum" is `tfnlp.layers.ScalarMix` over
 import keras
 from keras import ops
 
-from tfnlp.models.bert_classifier import BertFinetuningModel
+from tfnlp.models.bert.bert_classifier import BertFinetuningModel
 
 # strategy -> number of (last) layers it reads.
 _LAYERS_NEEDED = {

@@ -9,7 +9,7 @@ arguments).
 import keras
 from keras import ops
 
-from tfnlp.models.bert_encoder import (
+from tfnlp.models.bert.bert_encoder import (
     ENCODER_INPUTS,
     BertEncoder,
     encoder_model_config,

@@ -13,9 +13,9 @@ import tensorflow as tf
 from safetensors.numpy import load_file, save_file
 
 from tests.layer_test_helpers import assert_allclose_nested, to_numpy
-from tests.models.numpy_bert_reference import bert_forward, mean_pooled_sentence_embedding
+from tests.models.bert.numpy_bert_reference import bert_forward, mean_pooled_sentence_embedding
 from tfnlp.models import BertConfig, BertEncoder
-from tfnlp.models.huggingface import (
+from tfnlp.models.bert.huggingface import (
     canonical_tensor_name,
     encoder_tensors_from_encoder,
     huggingface_config_dict,

@@ -13,7 +13,7 @@ from tfnlp.models import (
     BertSpanExtractor,
     BertTokenClassifier,
 )
-from tfnlp.models.bert_span_extractor import MASKED_LOGIT
+from tfnlp.models.bert.bert_span_extractor import MASKED_LOGIT
 
 LENGTH = 8
 LENGTHS = [8, 5, 2]
