@@ -1,15 +1,11 @@
-import os
-import subprocess
-import sys
-
 import keras
 import keras_hub
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.conftest import REPOSITORY
 from tests.layer_test_helpers import assert_allclose_nested, to_numpy
+from tests.model_test_helpers import check_model
 from tfnlp.layers import TransformerEncoderBlock
 from tfnlp.models import BertConfig, BertEncoder
 
@@ -166,29 +162,16 @@ def test_query_positions_give_the_full_encoders_rows(num_layers):
                                to_numpy(full["pooled_output"]), atol=1e-5, rtol=1e-5)
 
 
-def test_config_round_trip(encoder):
-    inputs = make_inputs()
-    config = encoder.get_config()
-    clone = BertEncoder.from_config(config)
-    assert clone.get_config() == config
-    assert clone.config == encoder.config
-    revived = keras.saving.deserialize_keras_object(
-        keras.saving.serialize_keras_object(encoder)
-    )
-    assert type(revived) is BertEncoder
-    clone.set_weights(encoder.get_weights())
-    assert_allclose_nested(clone(inputs), encoder(inputs))
+def test_config_holds_the_bert_config(encoder):
+    assert BertEncoder.from_config(encoder.get_config()).config == encoder.config
 
 
-def test_keras_save_and_load_give_the_same_outputs(encoder, tmp_path):
+def test_shared_model_checks_and_jax_give_the_outputs_of_tensorflow(encoder, tmp_path):
+    check_model(encoder, make_inputs(), tmp_path, jax=True, atol=2e-5)
+
+
+def test_keras_save_and_load_as_a_layer_of_a_larger_model(encoder, tmp_path):
     inputs = make_inputs()
-    path = tmp_path / "encoder.keras"
-    encoder.save(path)
-    loaded = keras.saving.load_model(path)
-    assert type(loaded) is BertEncoder
-    assert loaded.config == encoder.config
-    assert_allclose_nested(loaded(inputs), encoder(inputs))
-    # Also when the encoder is a layer of a larger model.
     symbolic = {
         name: keras.Input(shape=(None,), dtype="int32", name=name) for name in inputs
     }
@@ -266,37 +249,3 @@ def test_a_config_of_the_wrong_type_is_rejected():
         BertEncoder({"layers": 2})
 
 
-# Run with KERAS_BACKEND=jax: builds the encoder of the config in argv[1],
-# loads the weights and inputs saved there and saves the outputs.
-_JAX_SCRIPT = """
-import sys, keras, numpy as np
-from tfnlp.models import BertConfig, BertEncoder
-saved = np.load(sys.argv[1])
-model = BertEncoder(BertConfig.from_json(sys.argv[2]))
-model.set_weights([saved[f"weight_{i}"] for i in range(len(model.weights))])
-outputs = model({name: saved[name] for name in ("input_ids", "input_mask", "segment_ids")})
-np.savez(sys.argv[3], backend=keras.config.backend(),
-         **{name: keras.ops.convert_to_numpy(outputs[name])
-            for name in ("sequence_output", "pooled_output")})
-"""
-
-
-def test_jax_gives_the_outputs_of_tensorflow(encoder, tmp_path):
-    inputs = make_inputs()
-    weights = {f"weight_{i}": w for i, w in enumerate(encoder.get_weights())}
-    np.savez(tmp_path / "inputs.npz", **inputs, **weights)
-    encoder.config.to_json(tmp_path / "config.json")
-    environment = dict(os.environ, KERAS_BACKEND="jax")
-    subprocess.run(
-        [sys.executable, "-c", _JAX_SCRIPT, str(tmp_path / "inputs.npz"),
-         str(tmp_path / "config.json"), str(tmp_path / "jax.npz")],
-        cwd=REPOSITORY, env=environment, check=True, capture_output=True,
-    )
-    jax_outputs = np.load(tmp_path / "jax.npz")
-    assert str(jax_outputs["backend"]) == "jax"
-    expected = encoder(inputs)
-    for name in ("sequence_output", "pooled_output"):
-        np.testing.assert_allclose(
-            jax_outputs[name], to_numpy(expected[name]), atol=2e-5, rtol=2e-5,
-            err_msg=name,
-        )

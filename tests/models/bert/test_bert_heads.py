@@ -6,9 +6,10 @@ import pytest
 import tensorflow as tf
 
 from tests.layer_test_helpers import assert_allclose_nested, to_numpy
+from tests.model_test_helpers import check_model
+from tests.models.bert.helpers import tiny_config
 from tfnlp.models import (
     BertClassifier,
-    BertConfig,
     BertEncoder,
     BertSpanExtractor,
     BertTokenClassifier,
@@ -17,15 +18,6 @@ from tfnlp.models.bert.bert_span_extractor import MASKED_LOGIT
 
 LENGTH = 8
 LENGTHS = [8, 5, 2]
-
-
-def tiny_config(**overrides):
-    fields = {
-        "vocab_size": 50, "hidden_size": 16, "num_layers": 1, "num_heads": 2,
-        "intermediate_size": 32, "max_position_embeddings": 16,
-    }
-    fields.update(overrides)
-    return BertConfig(**fields)
 
 
 def make_inputs(lengths=LENGTHS, seed=0):
@@ -137,21 +129,8 @@ def test_heads_start_from_the_encoder_initializer():
 @pytest.mark.parametrize("head_name", sorted(HEADS))
 def test_config_round_trip_and_keras_save(encoder, head_name, tmp_path):
     model = HEADS[head_name](encoder)
-    inputs = make_inputs()
-    outputs = model(inputs)
-    config = model.get_config()
-    assert config["encoder"]["registered_name"] == "tfnlp>BertEncoder"
-    clone = type(model).from_config(config)
-    assert clone.get_config() == config
-    revived = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(model))
-    assert type(revived) is type(model)
-    clone.set_weights(model.get_weights())
-    assert_allclose_nested(clone(inputs), outputs)
-
-    model.save(tmp_path / "head.keras")
-    loaded = keras.saving.load_model(tmp_path / "head.keras")
-    assert type(loaded) is type(model) and loaded.config == encoder.config
-    assert_allclose_nested(loaded(inputs), outputs)
+    assert model.get_config()["encoder"]["registered_name"] == "tfnlp>BertEncoder"
+    check_model(model, make_inputs(), tmp_path)
 
 
 @pytest.mark.parametrize("head_name", sorted(HEADS))

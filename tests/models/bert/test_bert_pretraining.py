@@ -18,12 +18,13 @@ import tensorflow as tf
 
 from tests.conftest import REPOSITORY
 from tests.layer_test_helpers import assert_allclose_nested, to_numpy
+from tests.model_test_helpers import check_model
+from tests.models.bert.helpers import tiny_config
 from tests.models.bert.numpy_bert_reference import ACTIVATIONS, bert_forward, layer_norm
 from tests.models.bert.test_huggingface import random_head_tensors, with_naming, write_checkpoint
 from tfnlp.data import pretraining_schema
 from tfnlp.data.pretraining_reader import pretraining_dataset
 from tfnlp.models import (
-    BertConfig,
     BertEncoder,
     BertPretrainingModel,
     gather_positions,
@@ -40,15 +41,6 @@ from tfnlp.models.bert.huggingface import (
 
 VOCAB, LENGTH, PREDICTIONS = 61, 10, 4
 LENGTHS = [10, 7, 4]
-
-
-def tiny_config(**overrides):
-    fields = {
-        "vocab_size": VOCAB, "hidden_size": 16, "num_layers": 1, "num_heads": 2,
-        "intermediate_size": 32, "max_position_embeddings": 16,
-    }
-    fields.update(overrides)
-    return BertConfig(**fields)
 
 
 def make_batch(lengths=LENGTHS, seed=0):
@@ -232,20 +224,11 @@ def test_compiles_with_xla(model):
 def test_config_round_trip_nests_the_encoder(model):
     config = model.get_config()
     assert config["encoder"]["registered_name"] == "tfnlp>BertEncoder"
-    clone = BertPretrainingModel.from_config(config)
-    assert clone.get_config() == config
-    assert clone.config == model.config
-    revived = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(model))
-    assert type(revived) is BertPretrainingModel
-    clone.set_weights(model.get_weights())
-    assert_allclose_nested(clone(make_batch()), model(make_batch()))
+    assert BertPretrainingModel.from_config(config).config == model.config
 
 
-def test_keras_save_and_load(model, tmp_path):
-    model.save(tmp_path / "pretraining.keras")
-    loaded = keras.saving.load_model(tmp_path / "pretraining.keras")
-    assert type(loaded) is BertPretrainingModel
-    assert_allclose_nested(loaded(make_batch()), model(make_batch()))
+def test_shared_model_checks_and_jax_give_the_outputs_of_tensorflow(model, tmp_path):
+    check_model(model, make_batch(), tmp_path, jax=True, atol=1e-4)
 
 
 def test_a_wrong_encoder_or_batch_is_explained(model):
@@ -552,52 +535,6 @@ def test_missing_heads_stay_fresh_and_bad_heads_are_rejected(tmp_path):
 
 
 # --- Other backends and tf.distribute -------------------------------------------------
-
-# Run with KERAS_BACKEND=jax: builds the model of the config in argv[2], loads
-# the weights and batch saved in argv[1] and saves the outputs to argv[3]. The
-# forward pass is one jax.jit (op-by-op compilation on CPU takes longer).
-_JAX_SCRIPT = """
-import sys, jax, keras, numpy as np
-from tfnlp.models import BertConfig, BertEncoder, BertPretrainingModel
-saved = np.load(sys.argv[1])
-model = BertPretrainingModel(BertEncoder(BertConfig.from_json(sys.argv[2])))
-model.set_weights([saved[f"weight_{i}"] for i in range(len(model.weights))])
-batch = {name: saved[name] for name in
-         ("input_ids", "input_mask", "segment_ids", "masked_lm_positions")}
-forward = jax.jit(lambda trainable, non_trainable, batch:
-                  model.stateless_call(trainable, non_trainable, batch)[0])
-outputs = forward([v.value for v in model.trainable_variables],
-                  [v.value for v in model.non_trainable_variables], batch)
-np.savez(sys.argv[3], backend=keras.config.backend(),
-         **{name: np.asarray(value) for name, value in outputs.items()})
-"""
-
-
-def test_jax_gives_the_outputs_of_tensorflow(model, tmp_path):
-    batch = make_batch()
-    weights = {f"weight_{i}": w for i, w in enumerate(model.get_weights())}
-    np.savez(tmp_path / "inputs.npz", **batch, **weights)
-    model.config.to_json(tmp_path / "config.json")
-    environment = dict(
-        os.environ, KERAS_BACKEND="jax",
-        # Compiling each small initializer dominates the run; XLA's
-        # optimizations do not pay off for it.
-        XLA_FLAGS="--xla_backend_optimization_level=0",
-    )
-    subprocess.run(
-        [sys.executable, "-c", _JAX_SCRIPT, str(tmp_path / "inputs.npz"),
-         str(tmp_path / "config.json"), str(tmp_path / "jax.npz")],
-        cwd=REPOSITORY, env=environment, check=True, capture_output=True,
-    )
-    jax_outputs = np.load(tmp_path / "jax.npz")
-    assert str(jax_outputs["backend"]) == "jax"
-    expected = model(batch)
-    for name in ("mlm_logits", "nsp_logits"):
-        np.testing.assert_allclose(
-            jax_outputs[name], to_numpy(expected[name]), atol=1e-4, rtol=1e-4,
-            err_msg=name,
-        )
-
 
 # Two logical CPUs under a MirroredStrategy, on the batch, logits and config
 # saved in argv[1] and argv[2]: (1) the metrics updated in `strategy.run`,
