@@ -35,11 +35,13 @@ skipped, and every case is counted with its reason in the stats. A glob
 that matches no file is an error before the job starts.
 
 How it scales: files are read in parallel (each text file by one worker,
-since documents span lines) and tokenized by `tfnlp.text.PlainBertTokenizer`
-(the ids of the in-graph `BertTokenizer`, in plain Python with a word
-cache, so no worker loads TensorFlow's 650 MB), and documents, as compact
-bytes, are spread over buckets by a hash of their content. The original draws a "random next" segment from
-any document of the whole corpus, which needs the corpus in memory; here
+since documents span lines: `pipelines.text_input.ReadDocuments`) and
+tokenized by `tfnlp.text.PlainBertTokenizer` (the ids of the in-graph
+`BertTokenizer`, in plain Python with a word cache, so no worker loads
+TensorFlow's 650 MB) into temporary files
+(`pipelines.token_store.TokenizeDocuments`), and documents, as compact
+bytes, are spread over buckets by a hash of their content. The original
+draws a "random next" segment from any document of the whole corpus, which needs the corpus in memory; here
 it comes from the other documents of the same bucket, which hold about
 `--random_pool_tokens` tokens (2 million: a few thousand typical documents),
 so one worker holds one bucket, never the corpus. The trade-off: random
@@ -56,38 +58,33 @@ seeded from a hash of `--random_seed`, the document's content and the pass
 are taken in the order of their content hash. So the same inputs and seed
 give the same multiset of records whatever the runner, the number of
 workers, or how the input is split into files.
+
+`CreatePretrainingRecords` is the job's transform from documents to
+serialized records, with explicit arguments; `build_pipeline` connects
+`ReadDocuments`, it and the writers, and `main` maps the flags to their
+arguments.
 """
 
 import argparse
-import json
 import logging
 import math
 import os
 import random
-import re
-import time
 import uuid
 
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io import fileio
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines import pretraining_instances, text_input, token_store
-from pipelines.beam_options import pipeline_options
+from pipelines import job, pretraining_instances, text_input, token_store
 from tfnlp.command_line import add_boolean_flag
 from tfnlp.data import pretraining_schema
-from tfnlp.text.plain_bert_tokenizer import PlainBertTokenizer
 from tfnlp.text.vocabulary import load_vocabulary
 
 LOGGER = logging.getLogger(__name__)
-NAMESPACE = text_input.METRICS_NAMESPACE
-COUNTS_TAG = "counts"
+STATS_FILE = "stats.json"
 LENGTH_BIN = 16
 SHUFFLE_BUFFER_RECORDS = 10_000
-SENTENCE_BOUNDARY = re.compile(
-    r"\n+|(?<=[.!?…])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9À-ÖØ-Þ])"
-)
 
 
 def parse_arguments(argv=None):
@@ -146,130 +143,6 @@ def parse_arguments(argv=None):
     return flags, beam_arguments
 
 
-def split_sentences(text):
-    """Sentences of a jsonl document (see the module docstring)."""
-    return [sentence.strip() for sentence in SENTENCE_BOUNDARY.split(text)
-            if sentence.strip()]
-
-
-class ReadDocuments(beam.DoFn):
-    """Reads one text file into documents (lists of sentence strings).
-
-    Counts lines (read, used, skipped as blank or too long, repaired) and
-    documents read, in a dict emitted once per bundle under `COUNTS_TAG`.
-    """
-
-    def __init__(self, max_line_bytes):
-        self._max_line_bytes = max_line_bytes
-
-    def start_bundle(self):
-        self._counts = {}
-
-    def _count(self, name, value=1):
-        self._counts[name] = self._counts.get(name, 0) + value
-
-    def process(self, readable_file):
-        document = []
-        with readable_file.open() as file:
-            while raw := file.readline():
-                self._count("lines_read")
-                raw = raw.rstrip(b"\r\n")
-                if len(raw) > self._max_line_bytes:
-                    self._count("lines_skipped_too_long")
-                    continue
-                text, invalid_utf8, nul = text_input.decode_line(raw)
-                self._count("lines_with_invalid_utf8", invalid_utf8)
-                self._count("lines_with_nul", nul)
-                if text.strip():
-                    self._count("lines_used")
-                    document.append(text)
-                    continue
-                self._count("lines_skipped_blank")
-                if document:
-                    self._count("documents_read")
-                    yield document
-                document = []
-        if document:
-            self._count("documents_read")
-            yield document
-
-    def finish_bundle(self):
-        yield counts_output(self._counts)
-
-
-class SplitJsonlDocuments(beam.DoFn):
-    """Turns each jsonl record's text into a document of sentences."""
-
-    def start_bundle(self):
-        self._counts = {}
-
-    def process(self, text):
-        self._counts["documents_read"] = self._counts.get("documents_read", 0) + 1
-        yield split_sentences(text)
-
-    def finish_bundle(self):
-        yield counts_output(self._counts)
-
-
-def counts_output(counts):
-    for name, value in counts.items():
-        if value:
-            beam.metrics.Metrics.counter(NAMESPACE, name).inc(value)
-    return beam.pvalue.TaggedOutput(
-        COUNTS_TAG, beam.transforms.window.GlobalWindows.windowed_value(dict(counts))
-    )
-
-
-class TokenizeDocuments(beam.DoFn):
-    """Tokenizes documents with `tfnlp.text.PlainBertTokenizer`.
-
-    Writes each tokenized document to the bundle's temporary file under
-    `token_directory` and emits `(document_key, DocumentReference)` (see
-    `pipelines.token_store`); sentences with no tokens are dropped, as in the
-    original, and documents left with none are counted as skipped ("empty").
-    The tokenizer gives the ids of the in-graph `BertTokenizer` without
-    loading TensorFlow, and its word cache makes a worker's cost about one
-    dictionary lookup per word.
-    """
-
-    def __init__(self, vocab_file, lower_case, token_directory):
-        self._vocab_file = vocab_file
-        self._lower_case = lower_case
-        self._token_directory = token_directory
-
-    def setup(self):
-        self._tokenizer = PlainBertTokenizer(
-            load_vocabulary(self._vocab_file), lower_case=self._lower_case
-        )
-        self._typecode = token_store.id_typecode(self._tokenizer.vocab_size)
-
-    def start_bundle(self):
-        self._counts = {}
-        self._writer = token_store.DocumentWriter(self._token_directory, self._typecode)
-
-    def _count(self, name, value=1):
-        self._counts[name] = self._counts.get(name, 0) + value
-
-    def process(self, document):
-        unk_id = self._tokenizer.unk_id
-        tokenized = [ids for ids in map(self._tokenizer.tokenize, document) if ids]
-        if tokenized:
-            self._count("documents_used")
-            self._count("sentences", len(tokenized))
-            self._count("tokens", sum(map(len, tokenized)))
-            self._count("unknown_tokens", sum(ids.count(unk_id) for ids in tokenized))
-            yield (
-                pretraining_instances.document_key(tokenized),
-                self._writer.write(tokenized),
-            )
-        else:
-            self._count("documents_skipped_empty")
-
-    def finish_bundle(self):
-        self._writer.close()
-        yield counts_output(self._counts)
-
-
 def bucket_of(key, corpus_tokens, pool_tokens):
     """The bucket of the document with content key `key`: one of
     `ceil(corpus_tokens / pool_tokens)` buckets, by the key's hash."""
@@ -277,7 +150,12 @@ def bucket_of(key, corpus_tokens, pool_tokens):
     return int.from_bytes(key[:8], "big") % buckets
 
 
-class CreateInstances(beam.DoFn):
+def keyed_by_bucket(keyed_reference, corpus_tokens, pool_tokens):
+    """`(bucket, (key, reference))` for a `(key, reference)` pair."""
+    return bucket_of(keyed_reference[0], corpus_tokens, pool_tokens), keyed_reference
+
+
+class _CreateBucketInstances(job.CountingDoFn):
     """Creates and serializes the instances of one bucket of documents.
 
     The records leave through a shuffle buffer of `SHUFFLE_BUFFER_RECORDS`
@@ -286,18 +164,10 @@ class CreateInstances(beam.DoFn):
     bounded (the original shuffles all instances in memory).
     """
 
-    def __init__(self, config, flags):
+    def __init__(self, config, dupe_factor, random_seed):
         self._config = config
-        self._dupe_factor = flags.dupe_factor
-        self._seed = flags.random_seed
-        self._max_seq_length = flags.max_seq_length
-        self._max_predictions = flags.max_predictions_per_seq
-
-    def start_bundle(self):
-        self._counts = {}
-
-    def _count(self, name, value=1):
-        self._counts[name] = self._counts.get(name, 0) + value
+        self._dupe_factor = dupe_factor
+        self._seed = random_seed
 
     def process(self, bucket_and_documents):
         bucket, keyed_documents = bucket_and_documents
@@ -311,13 +181,14 @@ class CreateInstances(beam.DoFn):
         yield from shuffled(self._records(keys, documents), shuffle_rng)
 
     def _records(self, keys, documents):
+        config = self._config
         for dupe_index in range(self._dupe_factor):
             for index, key in enumerate(keys):
                 rng = random.Random(
                     pretraining_instances.document_seed(self._seed, key, dupe_index)
                 )
                 for instance in pretraining_instances.create_instances_from_document(
-                    documents, index, rng, self._config
+                    documents, index, rng, config
                 ):
                     self._record(instance)
                     yield pretraining_schema.serialize_instance(
@@ -326,23 +197,92 @@ class CreateInstances(beam.DoFn):
                         instance.masked_lm_positions,
                         instance.masked_lm_ids,
                         instance.is_random_next,
-                        self._max_seq_length,
-                        self._max_predictions,
+                        config.max_seq_length,
+                        config.max_predictions_per_seq,
                     )
 
     def _record(self, instance):
         length = len(instance.input_ids)
-        self._count("instances")
-        self._count("instance_tokens", length)
-        self._count(f"length_bin_{length // LENGTH_BIN}")
-        self._count("truncated_instances", instance.truncated)
-        self._count("random_next_instances", instance.is_random_next)
-        self._count("masked_positions", len(instance.masked_lm_positions))
+        self.count("instances")
+        self.count("instance_tokens", length)
+        self.count(f"length_bin_{length // LENGTH_BIN}")
+        self.count("truncated_instances", instance.truncated)
+        self.count("random_next_instances", instance.is_random_next)
+        self.count("masked_positions", len(instance.masked_lm_positions))
         for kind, value in instance.replacements.items():
-            self._count(f"replaced_{kind}", value)
+            self.count(f"replaced_{kind}", value)
 
-    def finish_bundle(self):
-        yield counts_output(self._counts)
+
+class CreatePretrainingRecords(beam.PTransform):
+    """Documents in, serialized pretraining `tf.train.Example`s out.
+
+    Applied to a PCollection of documents (lists of sentence strings, as
+    `pipelines.text_input.ReadDocuments` gives), it tokenizes them into
+    temporary files (`pipelines.token_store.TokenizeDocuments`), spreads
+    the documents over `ceil(corpus tokens / random_pool_tokens)` buckets
+    by their content key, makes each bucket's instances
+    (`pipelines.pretraining_instances`, one random generator per document
+    and dupe pass) and serializes them (`tfnlp.data.pretraining_schema`).
+    It returns two PCollections: the records (bytes), and a single dict of
+    counts: `TokenizeDocuments`'s, plus "instances", "instance_tokens",
+    "length_bin_<n>" (instances of `16 n` to `16 n + 15` tokens),
+    "truncated_instances", "random_next_instances", "masked_positions" and
+    "replaced_<kind>" (names never counted may be missing).
+
+    Args:
+        vocab_file: the WordPiece vocabulary (one token per line).
+        lower_case: lower-case and strip accents (uncased vocabularies).
+        config: the `pretraining_instances.InstanceConfig` (the
+            vocabulary's ids, the sequence length, masking options).
+        dupe_factor: how many times each document is used, masked anew.
+        random_seed: the seed of every random choice.
+        random_pool_tokens: about how many tokens a bucket holds; random
+            next segments come from the same bucket.
+        token_directory: an existing directory (any Beam filesystem) for
+            the temporary token files; the caller deletes it after the run.
+        label: an optional label for the transform.
+    """
+
+    def __init__(self, vocab_file, lower_case, config, dupe_factor, random_seed,
+                 random_pool_tokens, token_directory, label=None):
+        super().__init__(label)
+        self.vocab_file = vocab_file
+        self.lower_case = lower_case
+        self.config = config
+        self.dupe_factor = dupe_factor
+        self.random_seed = random_seed
+        self.random_pool_tokens = random_pool_tokens
+        self.token_directory = token_directory
+
+    def expand(self, documents):
+        keyed_references, token_counts = documents | "TokenizeDocuments" >> (
+            token_store.TokenizeDocuments(
+                self.vocab_file, self.lower_case, self.token_directory
+            )
+        )
+        corpus_tokens = (
+            keyed_references
+            | "DocumentTokens" >> beam.Map(lambda keyed: keyed[1].tokens)
+            | "CorpusTokens" >> beam.CombineGlobally(sum)
+        )
+        instances = (
+            keyed_references
+            | "Bucket" >> beam.Map(
+                keyed_by_bucket,
+                corpus_tokens=beam.pvalue.AsSingleton(corpus_tokens),
+                pool_tokens=self.random_pool_tokens,
+            )
+            | "GroupBuckets" >> beam.GroupByKey()
+            | "CreateInstances" >> beam.ParDo(
+                _CreateBucketInstances(self.config, self.dupe_factor, self.random_seed)
+            ).with_outputs(job.COUNTS_TAG, main="records")
+        )
+        counts = (
+            (token_counts, instances[job.COUNTS_TAG])
+            | "AllCounts" >> beam.Flatten()
+            | "SumCounts" >> beam.CombineGlobally(job.SumCounts())
+        )
+        return instances.records, counts
 
 
 def shuffled(records, rng, buffer_size=None):
@@ -365,19 +305,30 @@ def share(part, whole):
     return part / whole if whole else 0.0
 
 
-def stats_from_counts(counts, flags, beam_arguments):
-    """The stats.json dict from the summed counts."""
+def stats_from_counts(counts, parameters):
+    """The stats.json dict.
+
+    Args:
+        counts: the job's summed counts (`ReadDocuments`'s and
+            `CreatePretrainingRecords`'s).
+        parameters: the job's parameters as recorded (every flag and
+            "beam_arguments"); its "max_seq_length" sizes the length
+            histogram.
+
+    Returns:
+        The stats dict (see the module docstring).
+    """
     counts = dict(counts)
     get = lambda name: counts.get(name, 0)  # noqa: E731
     instances = get("instances")
     masked = get("masked_positions")
     histogram = {
         f"{b * LENGTH_BIN:04d}-{(b + 1) * LENGTH_BIN - 1:04d}": get(f"length_bin_{b}")
-        for b in range(math.ceil((flags.max_seq_length + 1) / LENGTH_BIN))
+        for b in range(math.ceil((parameters["max_seq_length"] + 1) / LENGTH_BIN))
     }
     return {
-        "parameters": {**vars(flags), "beam_arguments": list(beam_arguments)},
-        "random_seed": flags.random_seed,
+        "parameters": parameters,
+        "random_seed": parameters["random_seed"],
         "lines": {
             "read": get("lines_read"),
             "used": get("lines_used"),
@@ -410,85 +361,75 @@ def stats_from_counts(counts, flags, beam_arguments):
     }
 
 
-def write_json(path, value):
-    with FileSystems.create(path) as file:
-        file.write(json.dumps(value, indent=2, sort_keys=True).encode("utf-8"))
+def build_pipeline(pipeline, read_documents, create_records, output_dir, num_shards,
+                   gzip, parameters):
+    """Adds the whole job to `pipeline`.
 
-
-def build_pipeline(pipeline, flags, beam_arguments, config, token_directory):
-    """Adds the whole job to `pipeline`; tokenized documents are kept in
-    temporary files under `token_directory` (see `pipelines.token_store`)."""
-    patterns = text_input.parse_patterns(flags.input_file)
-    if flags.input_format == "text":
-        files = text_input.match_input_files(patterns)
-        read = (
-            pipeline
-            | "ListFiles" >> beam.Create(files)
-            | "MatchFiles" >> fileio.MatchAll()
-            | "OpenFiles" >> fileio.ReadMatches()
-            | "ReadDocuments" >> beam.ParDo(ReadDocuments(flags.max_line_bytes))
-            .with_outputs(COUNTS_TAG, main="documents")
-        )
-        documents, read_counts = read.documents, [read[COUNTS_TAG]]
-    else:
-        texts, line_counts = pipeline | "ReadJsonl" >> text_input.ReadTextLines(
-            patterns, "jsonl"
-        )
-        split = texts | "SplitSentences" >> beam.ParDo(
-            SplitJsonlDocuments()
-        ).with_outputs(COUNTS_TAG, main="documents")
-        documents, read_counts = split.documents, [line_counts, split[COUNTS_TAG]]
-
-    tokenized = (
-        documents
-        | "Tokenize" >> beam.ParDo(
-            TokenizeDocuments(flags.vocab_file, flags.do_lower_case, token_directory)
-        ).with_outputs(COUNTS_TAG, main="documents")
+    Args:
+        pipeline: a `beam.Pipeline`.
+        read_documents: the `text_input.ReadDocuments` of the input.
+        create_records: the `CreatePretrainingRecords` to apply to its
+            documents.
+        output_dir: where the shards and stats.json go.
+        num_shards: the number of shards (0: the runner decides).
+        gzip: write gzip-compressed shards (`.tfrecord.gz`).
+        parameters: the job's parameters, recorded in stats.json (see
+            `stats_from_counts`).
+    """
+    documents, read_counts = pipeline | "ReadDocuments" >> read_documents
+    records, record_counts = documents | "CreateRecords" >> create_records
+    _ = records | "Write" >> beam.io.WriteToTFRecord(
+        os.path.join(output_dir, "pretraining"),
+        file_name_suffix=".tfrecord.gz" if gzip else ".tfrecord",
+        num_shards=num_shards,
+        compression_type=CompressionTypes.GZIP if gzip else CompressionTypes.UNCOMPRESSED,
     )
-    corpus_tokens = (
-        tokenized.documents
-        | "DocumentTokens" >> beam.Map(lambda keyed: keyed[1].tokens)
-        | "CorpusTokens" >> beam.CombineGlobally(sum)
-    )
-    instances = (
-        tokenized.documents
-        | "Bucket" >> beam.Map(
-            lambda keyed, tokens: (
-                bucket_of(keyed[0], tokens, flags.random_pool_tokens), keyed
-            ),
-            tokens=beam.pvalue.AsSingleton(corpus_tokens),
-        )
-        | "GroupBuckets" >> beam.GroupByKey()
-        | "CreateInstances" >> beam.ParDo(CreateInstances(config, flags))
-        .with_outputs(COUNTS_TAG, main="records")
-    )
-    compressed = flags.gzip
-    (
-        instances.records
-        | "Write" >> beam.io.WriteToTFRecord(
-            os.path.join(flags.output_dir, "pretraining"),
-            file_name_suffix=".tfrecord.gz" if compressed else ".tfrecord",
-            num_shards=flags.num_shards,
-            compression_type=CompressionTypes.GZIP if compressed else CompressionTypes.UNCOMPRESSED,
-        )
-    )
-    all_counts = (
-        [*read_counts, tokenized[COUNTS_TAG], instances[COUNTS_TAG]]
+    _ = (
+        (read_counts, record_counts)
         | "AllCounts" >> beam.Flatten()
-        | "SumCounts" >> beam.CombineGlobally(text_input.SumCounts())
+        | "SumCounts" >> beam.CombineGlobally(job.SumCounts())
+        | "Stats" >> beam.Map(stats_from_counts, parameters)
+        | "StatsBytes" >> beam.Map(job.stats_file_bytes)
+        | "WriteStats" >> beam.Map(job.write_file, os.path.join(output_dir, STATS_FILE))
     )
-    stats_path = os.path.join(flags.output_dir, "stats.json")
-    _ = all_counts | "WriteStats" >> beam.Map(
-        lambda counts: write_json(stats_path, stats_from_counts(counts, flags, beam_arguments))
+
+
+def summary_line(stats, seconds):
+    """A one-line summary of a finished run.
+
+    Args:
+        stats: the stats dict.
+        seconds: the run's wall time.
+
+    Returns:
+        The line.
+    """
+    return (
+        f"Wrote {stats['instances']} instances from {stats['documents']['used']} "
+        f"documents to {stats['parameters']['output_dir']} in {seconds:.1f} s "
+        f"(mean length {stats['mean_instance_length']:.1f}, mask rate "
+        f"{stats['mask_rate']:.4f}, NSP random share {stats['nsp_random_share']:.3f})."
     )
 
 
 def main(argv=None):
-    """Runs the job; returns the stats dict (also written to stats.json)."""
+    """Runs the job; returns the stats dict (also written to stats.json).
+
+    Args:
+        argv: the command-line arguments without the program name
+            (`sys.argv[1:]` when None); unknown ones are Beam options.
+
+    Raises:
+        FileNotFoundError: an input glob matches no file (before anything
+            is written or run).
+        RuntimeError: the pipeline did not finish successfully.
+    """
     flags, beam_arguments = parse_arguments(argv)
-    vocabulary = load_vocabulary(flags.vocab_file)
+    read_documents = text_input.ReadDocuments(
+        flags.input_file, flags.input_format, flags.max_line_bytes
+    )
     config = pretraining_instances.config_from_vocabulary(
-        vocabulary,
+        load_vocabulary(flags.vocab_file),
         max_seq_length=flags.max_seq_length,
         max_predictions_per_seq=flags.max_predictions_per_seq,
         masked_lm_prob=flags.masked_lm_prob,
@@ -498,32 +439,38 @@ def main(argv=None):
     )
     if not FileSystems.exists(flags.output_dir):
         FileSystems.mkdirs(flags.output_dir)
-    start = time.monotonic()
-    pipeline = beam.Pipeline(options=pipeline_options(beam_arguments))
     token_directory = FileSystems.join(flags.output_dir, f"tmp-tokens-{uuid.uuid4().hex}")
     FileSystems.mkdirs(token_directory)
+    create_records = CreatePretrainingRecords(
+        vocab_file=flags.vocab_file,
+        lower_case=flags.do_lower_case,
+        config=config,
+        dupe_factor=flags.dupe_factor,
+        random_seed=flags.random_seed,
+        random_pool_tokens=flags.random_pool_tokens,
+        token_directory=token_directory,
+    )
+    parameters = {**vars(flags), "beam_arguments": list(beam_arguments)}
     try:
-        build_pipeline(pipeline, flags, beam_arguments, config, token_directory)
-        state = pipeline.run().wait_until_finish()
+        return job.run_job(
+            lambda pipeline: build_pipeline(
+                pipeline, read_documents, create_records, flags.output_dir,
+                flags.num_shards, flags.gzip, parameters,
+            ),
+            beam_arguments,
+            name="pretraining-data",
+            stats_file=os.path.join(flags.output_dir, STATS_FILE),
+            summary_line=summary_line,
+            logger=LOGGER,
+        )
     finally:
         FileSystems.delete([token_directory])
-    if state != beam.runners.runner.PipelineState.DONE:
-        raise RuntimeError(f"The pretraining-data pipeline ended in state {state}.")
-    with FileSystems.open(os.path.join(flags.output_dir, "stats.json")) as file:
-        stats = json.loads(file.read().decode("utf-8"))
-    LOGGER.info(
-        "Wrote %d instances from %d documents to %s in %.1f s (mean length %.1f, "
-        "mask rate %.4f, NSP random share %.3f).",
-        stats["instances"], stats["documents"]["used"], flags.output_dir,
-        time.monotonic() - start, stats["mean_instance_length"], stats["mask_rate"],
-        stats["nsp_random_share"],
-    )
-    return stats
 
 
 if __name__ == "__main__":
-    logging.basicConfig(level=logging.INFO)
-    logging.getLogger("apache_beam").setLevel(logging.WARNING)
+    job.configure_command_line_logging()
+    # Run the importable module's main, so that Beam pickles its DoFns by
+    # reference to `pipelines.pretraining_data` rather than to `__main__`.
     from pipelines import pretraining_data
 
     pretraining_data.main()

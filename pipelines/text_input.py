@@ -29,19 +29,30 @@ bytes, or a lone surrogate escape in JSON) and `lines_with_nul` count lines
 that were repaired, whatever their fate.
 
 Lines come out in no particular order, so that files are split and read in
-parallel; a job that needs line order (document boundaries) must read files
-otherwise, and can reuse `decode_line` and `parse_jsonl_record`.
+parallel. `ReadDocuments` keeps the line order that documents need: it reads
+each text file whole, in one worker, into documents (runs of non-blank
+lines, one sentence a line, as in BERT's format), or takes each jsonl
+record as one document split into sentences (`split_sentences`), and
+counts lines and documents in the same way.
 """
 
 import json
 import os
+import re
 
 import apache_beam as beam
+from apache_beam.io import fileio
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.transforms import window
+
+from pipelines import job
 
 INPUT_FORMATS = ("text", "jsonl")
-METRICS_NAMESPACE = "tfnlp"
+# Where a jsonl document is split into sentences: line breaks, and the
+# spaces after ".", "!", "?" or "…" (and any closing quotes or brackets)
+# that come before an upper-case letter, a digit or an opening quote.
+SENTENCE_BOUNDARY = re.compile(
+    r"\n+|(?<=[.!?…])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9À-ÖØ-Þ])"
+)
 SKIP_REASONS = ("blank", "bad_json", "not_object", "missing_text", "text_not_string")
 COUNTER_NAMES = (
     "lines_read",
@@ -174,24 +185,20 @@ def repair_surrogates(text):
         return repaired, True
 
 
-class _DecodeLines(beam.DoFn):
+class _DecodeLines(job.CountingDoFn):
     """Decodes (and for jsonl parses) raw lines, counting every one.
 
     The main output is the text of each used line; the output tagged
-    `COUNTS_TAG` holds one dict of counts per bundle.
+    `job.COUNTS_TAG` holds one dict of counts per bundle.
     """
 
-    COUNTS_TAG = "counts"
+    COUNTER_NAMES = COUNTER_NAMES  # the module's names: every bundle reports each one
 
     def __init__(self, input_format):
         self._input_format = input_format
-        self._counts = None
-
-    def start_bundle(self):
-        self._counts = dict.fromkeys(COUNTER_NAMES, 0)
 
     def process(self, raw):
-        counts = self._counts
+        counts = self.counts
         counts["lines_read"] += 1
         text, has_invalid_utf8, has_nul = decode_line(raw)
         if self._input_format == "jsonl" and text.strip():
@@ -210,36 +217,6 @@ class _DecodeLines(beam.DoFn):
             return
         counts["lines_used"] += 1
         yield text
-
-    def finish_bundle(self):
-        for name, value in self._counts.items():
-            if value:
-                beam.metrics.Metrics.counter(METRICS_NAMESPACE, name).inc(value)
-        yield beam.pvalue.TaggedOutput(
-            self.COUNTS_TAG, window.GlobalWindows.windowed_value(self._counts)
-        )
-
-
-class SumCounts(beam.CombineFn):
-    """Adds dicts of counts key by key (any keys); the result has every
-    `COUNTER_NAMES` key (zero when nothing was read)."""
-
-    def create_accumulator(self):
-        return dict.fromkeys(COUNTER_NAMES, 0)
-
-    def add_input(self, accumulator, counts):
-        for name, value in counts.items():
-            accumulator[name] = accumulator.get(name, 0) + value
-        return accumulator
-
-    def merge_accumulators(self, accumulators):
-        merged = self.create_accumulator()
-        for accumulator in accumulators:
-            self.add_input(merged, accumulator)
-        return merged
-
-    def extract_output(self, accumulator):
-        return dict(accumulator)
 
 
 def input_accounting(counts):
@@ -316,8 +293,143 @@ class ReadTextLines(beam.PTransform):
         )
         decoded = raw_lines | "DecodeLines" >> beam.ParDo(
             _DecodeLines(self.input_format)
-        ).with_outputs(_DecodeLines.COUNTS_TAG, main="texts")
-        counts = decoded[_DecodeLines.COUNTS_TAG] | "SumCounts" >> beam.CombineGlobally(
-            SumCounts()
+        ).with_outputs(job.COUNTS_TAG, main="texts")
+        counts = decoded[job.COUNTS_TAG] | "SumCounts" >> beam.CombineGlobally(
+            job.SumCounts(COUNTER_NAMES)
         )
         return decoded.texts, counts
+
+
+def split_sentences(text):
+    """The sentences of a jsonl document's text, at `SENTENCE_BOUNDARY`.
+
+    Args:
+        text: the record's text.
+
+    Returns:
+        The non-empty sentences, stripped of surrounding whitespace, in
+        order.
+    """
+    return [sentence.strip() for sentence in SENTENCE_BOUNDARY.split(text)
+            if sentence.strip()]
+
+
+class _ReadTextFileDocuments(job.CountingDoFn):
+    """Reads one text file into documents (lists of sentence strings).
+
+    Counts lines (read, used, skipped as blank or too long, repaired) and
+    documents read.
+    """
+
+    def __init__(self, max_line_bytes):
+        self._max_line_bytes = max_line_bytes
+
+    def process(self, readable_file):
+        document = []
+        with readable_file.open() as file:
+            while raw := file.readline():
+                self.count("lines_read")
+                raw = raw.rstrip(b"\r\n")
+                if len(raw) > self._max_line_bytes:
+                    self.count("lines_skipped_too_long")
+                    continue
+                text, invalid_utf8, nul = decode_line(raw)
+                self.count("lines_with_invalid_utf8", invalid_utf8)
+                self.count("lines_with_nul", nul)
+                if text.strip():
+                    self.count("lines_used")
+                    document.append(text)
+                    continue
+                self.count("lines_skipped_blank")
+                if document:
+                    self.count("documents_read")
+                    yield document
+                document = []
+        if document:
+            self.count("documents_read")
+            yield document
+
+
+class _SplitJsonlDocuments(job.CountingDoFn):
+    """Turns each jsonl record's text into a document of sentences."""
+
+    def process(self, text):
+        self.count("documents_read")
+        yield split_sentences(text)
+
+
+class ReadDocuments(beam.PTransform):
+    """Reads documents from the matched files, counting every line and document.
+
+    A document is a list of sentence strings:
+
+    - `input_format="text"` (BERT's format): each file is read whole by one
+      worker, in line order; a document is a run of non-blank lines, one
+      sentence each, ended by a blank line or the end of the file. Lines of
+      more than `max_line_bytes` bytes are skipped.
+    - `input_format="jsonl"`: each record (read by `ReadTextLines`) is one
+      document, its text split into sentences by `split_sentences`.
+
+    The globs are matched when the transform is created, so a glob that
+    matches nothing fails before the pipeline starts.
+
+    Applied to a pipeline (`documents, counts = pipeline | ReadDocuments(...)`),
+    it returns two PCollections: the documents, in no particular order, and
+    a single dict of counts: "lines_read", "lines_used",
+    "lines_skipped_<reason>" ("blank", "too_long" for text; those of
+    `ReadTextLines` for jsonl), "lines_with_invalid_utf8",
+    "lines_with_nul" and "documents_read" (names never counted may be
+    missing).
+
+    Args:
+        patterns: a list of globs (or one comma-separated string) on any
+            Beam filesystem.
+        input_format: "text" or "jsonl".
+        max_line_bytes: the longest line kept, in bytes (text only).
+        label: an optional label for the transform.
+
+    Raises:
+        FileNotFoundError: a glob matches no file.
+        ValueError: `input_format` is not one of `INPUT_FORMATS`.
+    """
+
+    def __init__(self, patterns, input_format="text", max_line_bytes=1_000_000,
+                 label=None):
+        super().__init__(label)
+        if input_format not in INPUT_FORMATS:
+            raise ValueError(
+                f"input_format must be one of {INPUT_FORMATS}, not {input_format!r}."
+            )
+        self.input_format = input_format
+        self.max_line_bytes = max_line_bytes
+        if input_format == "text":
+            self.files = match_input_files(parse_patterns(patterns))
+        else:
+            self._line_reader = ReadTextLines(patterns, "jsonl")
+
+    def expand(self, pipeline_or_pcollection):
+        pipeline = pipeline_or_pcollection.pipeline
+        if self.input_format == "text":
+            read = (
+                pipeline
+                | "ListFiles" >> beam.Create(self.files)
+                | "MatchFiles" >> fileio.MatchAll()
+                | "OpenFiles" >> fileio.ReadMatches()
+                | "ReadDocuments"
+                >> beam.ParDo(_ReadTextFileDocuments(self.max_line_bytes)).with_outputs(
+                    job.COUNTS_TAG, main="documents"
+                )
+            )
+            documents, counts = read.documents, [read[job.COUNTS_TAG]]
+        else:
+            texts, line_counts = pipeline | "ReadJsonl" >> self._line_reader
+            split = texts | "SplitSentences" >> beam.ParDo(
+                _SplitJsonlDocuments()
+            ).with_outputs(job.COUNTS_TAG, main="documents")
+            documents, counts = split.documents, [line_counts, split[job.COUNTS_TAG]]
+        summed = (
+            counts
+            | "AllCounts" >> beam.Flatten()
+            | "SumCounts" >> beam.CombineGlobally(job.SumCounts())
+        )
+        return documents, summed

@@ -13,6 +13,10 @@ corpus grows, and the shuffle carries about 100 bytes a document.
 A document is encoded as a little-endian header (type code, sentence
 count), the sentence lengths (uint32) and the ids (uint16 when the
 vocabulary fits, else uint32): 2 bytes a token.
+
+`TokenizeDocuments` is the transform that fills the store: it tokenizes
+documents of sentence strings and emits each one's content key and
+`DocumentReference`; `read_documents` reads them back after the shuffle.
 """
 
 import array
@@ -22,8 +26,14 @@ import struct
 import sys
 import uuid
 
+import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
+
+from pipelines import job
+from pipelines.pretraining_instances import document_key
+from tfnlp.text.plain_bert_tokenizer import PlainBertTokenizer
+from tfnlp.text.vocabulary import load_vocabulary
 
 HEADER = struct.Struct("<cI")
 
@@ -125,3 +135,82 @@ def read_documents(references):
                     )
                 documents[index] = decode_document(encoded)
     return documents
+
+
+class _TokenizeAndStore(job.CountingDoFn):
+    """Tokenizes documents and appends them to the bundle's temporary file.
+
+    The tokenizer gives the ids of the in-graph `BertTokenizer` without
+    loading TensorFlow, and its word cache makes a worker's cost about one
+    dictionary lookup per word.
+    """
+
+    def __init__(self, vocab_file, lower_case, token_directory):
+        self._vocab_file = vocab_file
+        self._lower_case = lower_case
+        self._token_directory = token_directory
+
+    def setup(self):
+        self._tokenizer = PlainBertTokenizer(
+            load_vocabulary(self._vocab_file), lower_case=self._lower_case
+        )
+        self._typecode = id_typecode(self._tokenizer.vocab_size)
+
+    def start_bundle(self):
+        super().start_bundle()
+        self._writer = DocumentWriter(self._token_directory, self._typecode)
+
+    def process(self, document):
+        unk_id = self._tokenizer.unk_id
+        tokenized = [ids for ids in map(self._tokenizer.tokenize, document) if ids]
+        if tokenized:
+            self.count("documents_used")
+            self.count("sentences", len(tokenized))
+            self.count("tokens", sum(map(len, tokenized)))
+            self.count("unknown_tokens", sum(ids.count(unk_id) for ids in tokenized))
+            yield document_key(tokenized), self._writer.write(tokenized)
+        else:
+            self.count("documents_skipped_empty")
+
+    def finish_bundle(self):
+        self._writer.close()
+        yield from super().finish_bundle()
+
+
+class TokenizeDocuments(beam.PTransform):
+    """Tokenizes documents into the store, emitting references to them.
+
+    Applied to a PCollection of documents (lists of sentence strings, as
+    `pipelines.text_input.ReadDocuments` gives), it tokenizes each sentence
+    with `tfnlp.text.PlainBertTokenizer`, drops sentences with no tokens (as
+    the original BERT does), writes each document left to a temporary file
+    of its bundle under `token_directory`, and returns two PCollections:
+    `(key, DocumentReference)` per document, where the key is the SHA-256
+    of its ids (`pipelines.pretraining_instances.document_key`), and a
+    single dict of counts: "documents_used", "documents_skipped_empty"
+    (documents with no tokens), "sentences", "tokens" and "unknown_tokens"
+    (names never counted may be missing).
+
+    Args:
+        vocab_file: the WordPiece vocabulary (one token per line).
+        lower_case: lower-case and strip accents (uncased vocabularies).
+        token_directory: an existing directory (any Beam filesystem) for the
+            temporary files; the caller deletes it once the references
+            have been read.
+        label: an optional label for the transform.
+    """
+
+    def __init__(self, vocab_file, lower_case, token_directory, label=None):
+        super().__init__(label)
+        self.vocab_file = vocab_file
+        self.lower_case = lower_case
+        self.token_directory = token_directory
+
+    def expand(self, documents):
+        tokenized = documents | "Tokenize" >> beam.ParDo(
+            _TokenizeAndStore(self.vocab_file, self.lower_case, self.token_directory)
+        ).with_outputs(job.COUNTS_TAG, main="documents")
+        counts = tokenized[job.COUNTS_TAG] | "SumCounts" >> beam.CombineGlobally(
+            job.SumCounts()
+        )
+        return tokenized.documents, counts

@@ -2,7 +2,7 @@
 
     python -m pipelines.wordpiece_vocab \\
         --input_file=GLOB[,GLOB...] --output_file=vocab.txt --vocab_size=30000 \\
-        [--lower_case | --no-lower_case] [--reserved_tokens=TOKEN,...] \\
+        [--lower_case | --nolower_case] [--reserved_tokens=TOKEN,...] \\
         [--input_format=text|jsonl] [Beam pipeline options]
 
 Writes two files, through Beam's filesystems (so gs:// and the like work):
@@ -25,6 +25,10 @@ Writes two files, through Beam's filesystems (so gs:// and the like work):
   `unk_share`, the share of the corpus's word pieces that become [UNK] with
   the learned vocabulary. `main` returns the same dict, and raises a
   ValueError after writing both files if the input holds no word at all.
+
+`--lower_case` is an absl-style boolean (`--lower_case`, `--lower_case=false`,
+`--nolower_case`), like the other jobs' flags; the earlier `--no-lower_case`
+is still accepted.
 
 Every option that this parser does not know goes to Beam's
 `PipelineOptions` unchanged: without `--runner` the job runs on Beam's
@@ -49,30 +53,31 @@ The steps, none of which holds the corpus in one process:
    keras_hub's `compute_word_piece_vocabulary`).
 4. Every unique word is split with the learned vocabulary (tensorflow-text's
    `FastWordpieceTokenizer`) to measure the [UNK] share, weighted by count.
+
+Steps 2 to 4 are the composite transform `LearnWordPieceVocabulary`, whose
+arguments are a `VocabularyOptions`; `build_pipeline` puts it between
+`ReadTextLines` and the writers, and `main` maps the flags to its
+arguments.
 """
 
 import argparse
 import collections
-import json
+import dataclasses
 import logging
-import time
 
 import apache_beam as beam
 import tensorflow as tf
 import tensorflow_text as tf_text
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
 from tensorflow_text.tools.wordpiece_vocab import (
     wordpiece_tokenizer_learner_lib as learner,
 )
 
-from pipelines import text_input
-from pipelines.beam_options import pipeline_options
+from pipelines import job, text_input
+from tfnlp.command_line import add_boolean_flag
 from tfnlp.text import normalization
 from tfnlp.text.vocabulary import SPECIAL_TOKENS
 
 LOGGER = logging.getLogger(__name__)
-METRICS_NAMESPACE = text_input.METRICS_NAMESPACE
 STATS_SUFFIX = ".stats.json"
 SUFFIX_INDICATOR = "##"
 # The highest count threshold the learner's search considers (its default).
@@ -82,6 +87,61 @@ KEPT_DELIMITER = normalization.PUNCTUATION_OR_CJK
 LONG_WORDS_TAG = "long_words"
 # Maps each byte b to 255 - b; used to rank words in reverse byte order.
 _INVERTED_BYTES = bytes(range(255, -1, -1))
+
+
+@dataclasses.dataclass(frozen=True)
+class VocabularyOptions:
+    """What `LearnWordPieceVocabulary` learns, and how.
+
+    Attributes:
+        vocab_size: the largest number of tokens, the reserved ones
+            included.
+        lower_case: lower-case and strip accents before splitting words
+            (uncased BERT).
+        reserved_tokens: tokens placed after `SPECIAL_TOKENS` (which are
+            always reserved), in order.
+        max_input_words: only the most frequent words (this many) go to the
+            learner.
+        min_token_count: the lowest count threshold the learner searches
+            for a piece.
+        max_token_length: longer words (in characters) are left out of
+            learning.
+        max_unique_characters: the alphabet: words with a character outside
+            the most frequent ones are left out of learning.
+        num_iterations: the learner's iterations.
+        slack_ratio: the learner accepts a size between
+            `(1 - slack_ratio) * vocab_size` and `vocab_size`.
+    """
+
+    vocab_size: int
+    lower_case: bool = True
+    reserved_tokens: tuple = ()
+    max_input_words: int = 5_000_000
+    min_token_count: int = 10
+    max_token_length: int = 50
+    max_unique_characters: int = 1000
+    num_iterations: int = 4
+    slack_ratio: float = 0.05
+
+    @property
+    def all_reserved_tokens(self):
+        """`SPECIAL_TOKENS` then `reserved_tokens`: the vocabulary's start."""
+        return [*SPECIAL_TOKENS, *self.reserved_tokens]
+
+    def learner_options(self):
+        """The WordPiece learner's keyword arguments other than the size
+        and the reserved tokens."""
+        return {
+            "upper_thresh": UPPER_COUNT_THRESHOLD,
+            "lower_thresh": self.min_token_count,
+            "num_iterations": self.num_iterations,
+            "max_input_tokens": self.max_input_words,
+            "max_token_length": self.max_token_length,
+            "max_unique_chars": self.max_unique_characters,
+            "slack_ratio": self.slack_ratio,
+            "include_joiner_token": True,
+            "joiner": SUFFIX_INDICATOR,
+        }
 
 
 def parse_arguments(argv=None):
@@ -121,12 +181,17 @@ def parse_arguments(argv=None):
         required=True,
         help="The largest number of tokens, the reserved ones included.",
     )
+    add_boolean_flag(
+        parser,
+        "lower_case",
+        VocabularyOptions.lower_case,
+        "Lower-case and strip accents (uncased BERT; the default). "
+        "--nolower_case learns a cased vocabulary.",
+    )
+    # The spelling of argparse's BooleanOptionalAction, which this flag took
+    # before it became absl-style like the other jobs' flags.
     parser.add_argument(
-        "--lower_case",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="Lower-case and strip accents (uncased BERT; the default). "
-        "--no-lower_case learns a cased vocabulary.",
+        "--no-lower_case", dest="lower_case", action="store_false", help=argparse.SUPPRESS
     )
     parser.add_argument(
         "--reserved_tokens",
@@ -144,35 +209,38 @@ def parse_arguments(argv=None):
     parser.add_argument(
         "--max_input_words",
         type=int,
-        default=5_000_000,
+        default=VocabularyOptions.max_input_words,
         help="Only the most frequent words (this many) go to the learner.",
     )
     parser.add_argument(
         "--min_token_count",
         type=int,
-        default=10,
+        default=VocabularyOptions.min_token_count,
         help="The lowest count threshold the learner searches for a piece.",
     )
     parser.add_argument(
         "--max_token_length",
         type=int,
-        default=50,
+        default=VocabularyOptions.max_token_length,
         help="Longer words (in characters) are left out of learning.",
     )
     parser.add_argument(
         "--max_unique_characters",
         type=int,
-        default=1000,
+        default=VocabularyOptions.max_unique_characters,
         help="The alphabet: words with a character outside the most frequent "
         "ones are left out of learning.",
     )
     parser.add_argument(
-        "--num_iterations", type=int, default=4, help="The learner's iterations."
+        "--num_iterations",
+        type=int,
+        default=VocabularyOptions.num_iterations,
+        help="The learner's iterations.",
     )
     parser.add_argument(
         "--slack_ratio",
         type=float,
-        default=0.05,
+        default=VocabularyOptions.slack_ratio,
         help="The learner accepts a size between (1 - slack_ratio) * vocab_size "
         "and vocab_size.",
     )
@@ -260,7 +328,7 @@ class CountWords(beam.DoFn):
 
         self._split = split_words
         self._words_counter = beam.metrics.Metrics.counter(
-            METRICS_NAMESPACE, "words_counted"
+            job.METRICS_NAMESPACE, "words_counted"
         )
 
     def process(self, lines):
@@ -413,55 +481,23 @@ def vocabulary_file_bytes(tokens):
     return "".join(token + "\n" for token in tokens).encode("utf-8")
 
 
-def write_file(contents, path):
-    """Writes `contents` (bytes) to `path` on any Beam filesystem.
-
-    Args:
-        contents: the bytes to write.
-        path: the destination; an existing file is replaced.
-
-    Returns:
-        `path`.
-    """
-    # Never compressed, whatever the file name ends with.
-    with FileSystems.create(
-        path, compression_type=CompressionTypes.UNCOMPRESSED
-    ) as file:
-        file.write(contents)
-    return path
-
-
-def read_file(path):
-    """The bytes of `path` on any Beam filesystem.
-
-    Args:
-        path: the file to read.
-
-    Returns:
-        Its contents.
-    """
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as file:
-        return file.read()
-
-
 class CountUnknownPieces(beam.DoFn):
     """Splits batches of `(word, count)` pairs into pieces of the learned
     vocabulary and yields `(pieces, unknown_pieces)`, weighted by count.
 
-    The vocabulary comes as a side input (`process`'s `vocabulary`); the
-    tokenizer is built from it once per worker.
+    The vocabulary's tokens come as a side input (`process`'s `tokens`);
+    the tokenizer is built from them once per worker.
     """
 
     def __init__(self):
-        self._vocabulary = None
+        self._tokens = None
         self._tokenizer = None
 
-    def process(self, batch, vocabulary):
-        tokens = vocabulary["tokens"]
+    def process(self, batch, tokens):
         if self._tokenizer is None or (
-            tokens is not self._vocabulary and tokens != self._vocabulary
+            tokens is not self._tokens and tokens != self._tokens
         ):
-            self._vocabulary = tokens
+            self._tokens = tokens
             self._tokenizer = tf_text.FastWordpieceTokenizer(
                 vocab=tokens,
                 suffix_indicator=SUFFIX_INDICATOR,
@@ -500,46 +536,32 @@ def sum_pairs(pairs):
     return pieces, unknown
 
 
-def build_stats(
-    _,
-    parameters,
-    input_counts,
-    words_in_vocabulary_range,
-    long_words,
-    unique_words,
-    vocabulary,
-    piece_counts,
+def word_statistics(
+    vocabulary, words_in_vocabulary_range, long_words, unique_words, piece_counts
 ):
-    """Assembles the stats dict from the pipeline's single-value results.
+    """The statistics of a learned vocabulary over its corpus.
 
     Args:
-        _: the element that triggers the step (ignored).
-        parameters: the job's parameters.
-        input_counts: `ReadTextLines`'s counts.
+        vocabulary: `learn_vocabulary`'s result.
         words_in_vocabulary_range: occurrences of words of up to 200
             characters.
         long_words: occurrences of longer words (each one [UNK] piece).
         unique_words: distinct words of up to 200 characters.
-        vocabulary: `learn_vocabulary`'s result.
         piece_counts: `(pieces, unknown_pieces)` over all word occurrences
             of up to 200 characters.
 
     Returns:
-        The stats dict (see the module docstring).
+        A dict with "words_counted" (occurrences), "unique_words",
+        "words_over_200_characters", "words_given_to_learner",
+        "learned_vocabulary_size" (before any cut), "vocabulary_size",
+        "word_pieces", "unknown_word_pieces" and "unk_share" (their ratio,
+        0.0 without pieces).
     """
     pieces, unknown = piece_counts
     pieces += long_words
     unknown += long_words
-    words_counted = words_in_vocabulary_range + long_words
-    warnings = []
-    if words_counted == 0:
-        warnings.append(
-            "The input holds no word; the vocabulary has only the reserved tokens."
-        )
     return {
-        "parameters": parameters,
-        "input": text_input.input_accounting(input_counts),
-        "words_counted": words_counted,
+        "words_counted": words_in_vocabulary_range + long_words,
         "unique_words": unique_words,
         "words_over_200_characters": long_words,
         "words_given_to_learner": vocabulary["words_used"],
@@ -548,135 +570,164 @@ def build_stats(
         "word_pieces": pieces,
         "unknown_word_pieces": unknown,
         "unk_share": unknown / pieces if pieces else 0.0,
+    }
+
+
+class LearnWordPieceVocabulary(beam.PTransform):
+    """Learns a WordPiece vocabulary from lines of text (steps 2 to 4 of the
+    module docstring).
+
+    Applied to a PCollection of lines (str), it returns two single-element
+    PCollections: the vocabulary's tokens (a list, in id order: the
+    reserved tokens first, at most `options.vocab_size`) and its
+    statistics over the lines (the dict of `word_statistics`).
+
+    Args:
+        options: a `VocabularyOptions`.
+        label: an optional label for the transform.
+    """
+
+    def __init__(self, options, label=None):
+        super().__init__(label)
+        self.options = options
+
+    def expand(self, lines):
+        options = self.options
+        counted = (
+            lines
+            | "BatchLines"
+            >> beam.BatchElements(
+                min_batch_size=1,
+                max_batch_size=4096,
+                element_size_fn=batch_size_of_line,
+            )
+            | "CountWords"
+            >> beam.ParDo(CountWords(options.lower_case)).with_outputs(
+                LONG_WORDS_TAG, main="word_counts"
+            )
+        )
+        word_counts = counted.word_counts | "SumPerWord" >> beam.CombinePerKey(sum)
+        long_words = counted[LONG_WORDS_TAG] | "SumLongWords" >> beam.CombineGlobally(
+            sum
+        )
+        total_words = (
+            word_counts
+            | "Counts" >> beam.Values()
+            | "SumWords" >> beam.CombineGlobally(sum)
+        )
+        unique_words = word_counts | "CountUniqueWords" >> beam.combiners.Count.Globally()
+
+        vocabulary = (
+            word_counts
+            | "RankWords" >> beam.Map(ranking_key)
+            | "TopWords" >> beam.combiners.Top.Of(options.max_input_words)
+            | "Learn"
+            >> beam.Map(
+                learn_vocabulary,
+                vocab_size=options.vocab_size,
+                reserved_tokens=options.all_reserved_tokens,
+                learner_options=options.learner_options(),
+            )
+        )
+        tokens = vocabulary | "Tokens" >> beam.Map(lambda result: result["tokens"])
+        piece_counts = (
+            word_counts
+            | "BatchWords" >> beam.BatchElements(min_batch_size=1, max_batch_size=4096)
+            | "CountUnknownPieces"
+            >> beam.ParDo(CountUnknownPieces(), beam.pvalue.AsSingleton(tokens))
+            | "SumPieces" >> beam.CombineGlobally(sum_pairs)
+        )
+        statistics = vocabulary | "Statistics" >> beam.Map(
+            word_statistics,
+            words_in_vocabulary_range=beam.pvalue.AsSingleton(total_words),
+            long_words=beam.pvalue.AsSingleton(long_words),
+            unique_words=beam.pvalue.AsSingleton(unique_words),
+            piece_counts=beam.pvalue.AsSingleton(piece_counts),
+        )
+        return tokens, statistics
+
+
+def build_stats(statistics, parameters, input_counts):
+    """The stats dict of a run.
+
+    Args:
+        statistics: `LearnWordPieceVocabulary`'s statistics.
+        parameters: the job's parameters.
+        input_counts: `ReadTextLines`'s counts.
+
+    Returns:
+        The stats dict (see the module docstring): `statistics` with
+        "parameters", "input" (`text_input.input_accounting`) and
+        "warnings".
+    """
+    warnings = []
+    if statistics["words_counted"] == 0:
+        warnings.append(
+            "The input holds no word; the vocabulary has only the reserved tokens."
+        )
+    return {
+        "parameters": parameters,
+        "input": text_input.input_accounting(input_counts),
+        **statistics,
         "warnings": warnings,
     }
 
 
-def stats_file_bytes(stats):
-    """The stats file's contents.
-
-    Args:
-        stats: the stats dict.
-
-    Returns:
-        The dict as indented, key-sorted UTF-8 JSON ending in a newline.
-    """
-    return (
-        json.dumps(stats, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    ).encode("utf-8")
-
-
-def build_pipeline(pipeline, flags, beam_arguments):
+def build_pipeline(pipeline, input_file, input_format, output_file, options,
+                   beam_arguments):
     """Adds the vocabulary job's steps to `pipeline`.
 
     Args:
         pipeline: a `beam.Pipeline`.
-        flags: the namespace from `parse_arguments`.
+        input_file: the globs of the input, comma-separated (as
+            `--input_file`) or a list.
+        input_format: "text" or "jsonl" (see `pipelines.text_input`).
+        output_file: where the vocabulary goes; the stats go to
+            `output_file + STATS_SUFFIX`.
+        options: a `VocabularyOptions`.
         beam_arguments: the Beam options given, recorded in the stats.
 
     Raises:
         FileNotFoundError: an input glob matches no file.
     """
-    reader = text_input.ReadTextLines(
-        text_input.parse_patterns(flags.input_file), flags.input_format
-    )
-    reserved_tokens = list(SPECIAL_TOKENS) + flags.reserved_tokens
-    learner_options = {
-        "upper_thresh": UPPER_COUNT_THRESHOLD,
-        "lower_thresh": flags.min_token_count,
-        "num_iterations": flags.num_iterations,
-        "max_input_tokens": flags.max_input_words,
-        "max_token_length": flags.max_token_length,
-        "max_unique_chars": flags.max_unique_characters,
-        "slack_ratio": flags.slack_ratio,
-        "include_joiner_token": True,
-        "joiner": SUFFIX_INDICATOR,
-    }
+    reader = text_input.ReadTextLines(input_file, input_format)
     parameters = {
-        "input_file": flags.input_file,
+        "input_file": input_file,
         "input_patterns": reader.patterns,
         "input_files_matched": len(reader.files),
-        "input_format": flags.input_format,
-        "output_file": flags.output_file,
-        "vocab_size": flags.vocab_size,
-        "lower_case": flags.lower_case,
-        "reserved_tokens": reserved_tokens,
-        "max_input_words": flags.max_input_words,
-        "min_token_count": flags.min_token_count,
-        "max_token_length": flags.max_token_length,
-        "max_unique_characters": flags.max_unique_characters,
-        "num_iterations": flags.num_iterations,
-        "slack_ratio": flags.slack_ratio,
+        "input_format": input_format,
+        "output_file": output_file,
+        "vocab_size": options.vocab_size,
+        "lower_case": options.lower_case,
+        "reserved_tokens": options.all_reserved_tokens,
+        "max_input_words": options.max_input_words,
+        "min_token_count": options.min_token_count,
+        "max_token_length": options.max_token_length,
+        "max_unique_characters": options.max_unique_characters,
+        "num_iterations": options.num_iterations,
+        "slack_ratio": options.slack_ratio,
         "upper_count_threshold": UPPER_COUNT_THRESHOLD,
         "suffix_indicator": SUFFIX_INDICATOR,
         "beam_arguments": list(beam_arguments),
     }
 
     texts, input_counts = pipeline | "ReadText" >> reader
-    counted = (
-        texts
-        | "BatchLines"
-        >> beam.BatchElements(
-            min_batch_size=1,
-            max_batch_size=4096,
-            element_size_fn=batch_size_of_line,
-        )
-        | "CountWords"
-        >> beam.ParDo(CountWords(flags.lower_case)).with_outputs(
-            LONG_WORDS_TAG, main="word_counts"
-        )
-    )
-    word_counts = counted.word_counts | "SumPerWord" >> beam.CombinePerKey(sum)
-    long_words = counted[LONG_WORDS_TAG] | "SumLongWords" >> beam.CombineGlobally(sum)
-    total_words = (
-        word_counts
-        | "Counts" >> beam.Values()
-        | "SumWords" >> beam.CombineGlobally(sum)
-    )
-    unique_words = word_counts | "CountUniqueWords" >> beam.combiners.Count.Globally()
-
-    vocabulary = (
-        word_counts
-        | "RankWords" >> beam.Map(ranking_key)
-        | "TopWords" >> beam.combiners.Top.Of(flags.max_input_words)
-        | "Learn"
-        >> beam.Map(
-            learn_vocabulary,
-            vocab_size=flags.vocab_size,
-            reserved_tokens=reserved_tokens,
-            learner_options=learner_options,
-        )
+    tokens, statistics = texts | "LearnVocabulary" >> LearnWordPieceVocabulary(options)
+    _ = (
+        tokens
+        | "VocabularyBytes" >> beam.Map(vocabulary_file_bytes)
+        | "WriteVocabulary" >> beam.Map(job.write_file, output_file)
     )
     _ = (
-        vocabulary
-        | "VocabularyBytes"
-        >> beam.Map(lambda result: vocabulary_file_bytes(result["tokens"]))
-        | "WriteVocabulary" >> beam.Map(write_file, flags.output_file)
-    )
-
-    piece_counts = (
-        word_counts
-        | "BatchWords" >> beam.BatchElements(min_batch_size=1, max_batch_size=4096)
-        | "CountUnknownPieces"
-        >> beam.ParDo(CountUnknownPieces(), beam.pvalue.AsSingleton(vocabulary))
-        | "SumPieces" >> beam.CombineGlobally(sum_pairs)
-    )
-    _ = (
-        pipeline
-        | "StatsTrigger" >> beam.Create([None])
+        statistics
         | "BuildStats"
         >> beam.Map(
             build_stats,
             parameters=parameters,
             input_counts=beam.pvalue.AsSingleton(input_counts),
-            words_in_vocabulary_range=beam.pvalue.AsSingleton(total_words),
-            long_words=beam.pvalue.AsSingleton(long_words),
-            unique_words=beam.pvalue.AsSingleton(unique_words),
-            vocabulary=beam.pvalue.AsSingleton(vocabulary),
-            piece_counts=beam.pvalue.AsSingleton(piece_counts),
         )
-        | "StatsBytes" >> beam.Map(stats_file_bytes)
-        | "WriteStats" >> beam.Map(write_file, flags.output_file + STATS_SUFFIX)
+        | "StatsBytes" >> beam.Map(job.stats_file_bytes)
+        | "WriteStats" >> beam.Map(job.write_file, output_file + STATS_SUFFIX)
     )
 
 
@@ -720,17 +771,29 @@ def main(argv=None):
         RuntimeError: the pipeline did not finish successfully.
     """
     flags, beam_arguments = parse_arguments(argv)
-    options = pipeline_options(beam_arguments)
-    start = time.monotonic()
-    pipeline = beam.Pipeline(options=options)
-    build_pipeline(pipeline, flags, beam_arguments)
-    result = pipeline.run()
-    state = result.wait_until_finish()
-    if state != beam.runners.runner.PipelineState.DONE:
-        raise RuntimeError(f"The vocabulary pipeline ended in state {state}.")
+    options = VocabularyOptions(
+        vocab_size=flags.vocab_size,
+        lower_case=flags.lower_case,
+        reserved_tokens=tuple(flags.reserved_tokens),
+        max_input_words=flags.max_input_words,
+        min_token_count=flags.min_token_count,
+        max_token_length=flags.max_token_length,
+        max_unique_characters=flags.max_unique_characters,
+        num_iterations=flags.num_iterations,
+        slack_ratio=flags.slack_ratio,
+    )
     stats_file = flags.output_file + STATS_SUFFIX
-    stats = json.loads(read_file(stats_file).decode("utf-8"))
-    LOGGER.info(summary_line(stats, time.monotonic() - start))
+    stats = job.run_job(
+        lambda pipeline: build_pipeline(
+            pipeline, flags.input_file, flags.input_format, flags.output_file,
+            options, beam_arguments,
+        ),
+        beam_arguments,
+        name="vocabulary",
+        stats_file=stats_file,
+        summary_line=summary_line,
+        logger=LOGGER,
+    )
     if stats["words_counted"] == 0:
         accounting = stats["input"]
         raise ValueError(
@@ -744,10 +807,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    logging.basicConfig(level=logging.INFO)
-    # Beam's own INFO lines (batch-size statistics and the like) drown the
-    # job's summary; keep its warnings.
-    logging.getLogger("apache_beam").setLevel(logging.WARNING)
+    job.configure_command_line_logging()
     # Run the importable module's main, so that Beam pickles its DoFns by
     # reference to `pipelines.wordpiece_vocab` rather than to `__main__`.
     from pipelines import wordpiece_vocab

@@ -1,14 +1,23 @@
-"""End-to-end tests of the Beam pretraining-data job on real and bad input."""
+"""End-to-end tests of the Beam pretraining-data job on real and bad input,
+and of its composite transform, `CreatePretrainingRecords`, alone on
+`beam.Create` input. `test_portable_runner.py` runs the job on Beam's
+portable runner."""
 
 import collections
 import gzip
 import json
+import random
 
+import apache_beam as beam
 import pytest
 import tensorflow as tf
+from apache_beam.testing.util import assert_that, equal_to
 
-from pipelines import pretraining_data
+from pipelines import pretraining_data, pretraining_instances, text_input
+from pipelines.beam_options import pipeline_options
+from tests.text.reference_bert_tokenizer import ReferenceBertTokenizer
 from tfnlp.data import pretraining_schema
+from tfnlp.text.vocabulary import load_vocabulary
 
 UNCASED = "vocab/bert-base-uncased-vocab.txt"
 
@@ -187,7 +196,7 @@ def test_jsonl_documents_are_split_into_sentences(shared_data_dir, tmp_path):
     assert stats["lines"]["skipped"]["bad_json"] == 1
     assert stats["lines"]["skipped"]["missing_text"] == 1
     assert stats["sentences"] == 7
-    assert pretraining_data.split_sentences("The cat sat. It was happy! Was it? Yes.") == [
+    assert text_input.split_sentences("The cat sat. It was happy! Was it? Yes.") == [
         "The cat sat.", "It was happy!", "Was it?", "Yes."
     ]
 
@@ -223,8 +232,6 @@ def test_original_flag_spellings_are_accepted():
 
 
 def test_the_shuffle_buffer_reorders_without_losing_records():
-    import random
-
     records = list(range(1000))
     first = list(pretraining_data.shuffled(iter(records), random.Random(1), buffer_size=64))
     second = list(pretraining_data.shuffled(iter(records), random.Random(1), buffer_size=64))
@@ -234,3 +241,63 @@ def test_the_shuffle_buffer_reorders_without_losing_records():
     # Bounded: a record leaves the buffer no earlier than 64 places before
     # its input position.
     assert all(position >= record - 64 for position, record in enumerate(first))
+
+
+def test_create_pretraining_records_transform_on_created_documents(shared_data_dir, tmp_path):
+    """The composite transform alone, on `beam.Create` documents: with one
+    bucket (a pool larger than the corpus) its records are those of the
+    original algorithm run document by document on the original tokenizer's
+    ids, each document and dupe pass seeded by `document_seed`, the
+    documents in the order of their content keys."""
+    text = gutenberg_sample(shared_data_dir, 12)
+    documents = [block.splitlines() for block in text.split("\n\n")]
+    documents.append(["\x00", " "])  # no tokens: counted, not used
+    vocab_file = shared_data_dir / UNCASED
+    config = pretraining_instances.config_from_vocabulary(
+        load_vocabulary(vocab_file), max_seq_length=64, max_predictions_per_seq=10
+    )
+    reference = ReferenceBertTokenizer(vocab_file, lower_case=True)
+    tokenized = []
+    for document in documents:
+        sentences = [ids for ids in map(reference.tokenize_to_ids, document) if ids]
+        if sentences:
+            tokenized.append(sentences)
+    keys = [pretraining_instances.document_key(document) for document in tokenized]
+    order = sorted(range(len(tokenized)), key=lambda index: keys[index])
+    corpus = [tokenized[index] for index in order]
+    expected = []
+    for dupe_index in range(2):
+        for position, index in enumerate(order):
+            rng = random.Random(pretraining_instances.document_seed(7, keys[index], dupe_index))
+            for instance in pretraining_instances.create_instances_from_document(
+                corpus, position, rng, config
+            ):
+                expected.append(pretraining_schema.serialize_instance(
+                    instance.input_ids, instance.segment_ids,
+                    instance.masked_lm_positions, instance.masked_lm_ids,
+                    instance.is_random_next, 64, 10,
+                ))
+    assert len(expected) > 100
+
+    def check_counts(results):
+        [counts] = results
+        assert counts["documents_used"] == len(tokenized) == len(documents) - 1
+        assert counts["documents_skipped_empty"] == 1
+        assert counts["tokens"] == sum(len(ids) for doc in tokenized for ids in doc)
+        assert counts["instances"] == len(expected)
+
+    token_directory = tmp_path / "tokens"
+    token_directory.mkdir()
+    pipeline = beam.Pipeline(options=pipeline_options([]))
+    records, counts = (
+        pipeline
+        | beam.Create(documents)
+        | pretraining_data.CreatePretrainingRecords(
+            vocab_file=str(vocab_file), lower_case=True, config=config,
+            dupe_factor=2, random_seed=7, random_pool_tokens=10**9,
+            token_directory=str(token_directory),
+        )
+    )
+    assert_that(records, equal_to(expected), label="CheckRecords")
+    assert_that(counts, check_counts, label="CheckCounts")
+    pipeline.run().wait_until_finish()

@@ -617,3 +617,78 @@ def test_real_text_reproduces_the_originals_figures(gutenberg):
     assert result["random"] == pytest.approx(0.1, abs=0.01)
     assert result["unchanged"] == pytest.approx(0.1, abs=0.01)
     assert 0.50 <= result["random_next"] <= 0.56
+
+
+# --- limits and corner cases of the original's rules ---
+
+
+@pytest.mark.parametrize("field, lowest, highest, too_low, too_high, message", [
+    ("max_seq_length", 5, None, 4, None, "max_seq_length must be at least 5"),
+    ("vocab_size", 1, None, 0, None, "vocab_size must be positive"),
+    ("max_predictions_per_seq", 1, None, 0, None, "max_predictions_per_seq must be positive"),
+    ("masked_lm_prob", 0.0, 1.0, -0.01, 1.01, r"masked_lm_prob must be in \[0, 1\]"),
+    ("short_seq_prob", 0.0, 1.0, -0.01, 1.01, r"short_seq_prob must be in \[0, 1\]"),
+])
+def test_each_config_limit_is_inclusive_and_one_step_past_it_is_rejected(
+    field, lowest, highest, too_low, too_high, message
+):
+    for value in (lowest, highest):
+        if value is not None:
+            assert getattr(make_config(**{field: value}), field) == value
+    for value in (too_low, too_high):
+        if value is not None:
+            with pytest.raises(ValueError, match=f"^{message}.*, got {value}\\.$"):
+                make_config(**{field: value})
+
+
+def test_continuation_ids_of_any_iterable_become_a_frozenset():
+    # A frozen config must be hashable (Beam pickles and compares it).
+    config = make_config(continuation_ids=[7, 8, 7])
+    assert config.continuation_ids == frozenset({7, 8})
+    assert isinstance(config.continuation_ids, frozenset)
+    assert hash(config) == hash(make_config(continuation_ids=frozenset({7, 8})))
+
+
+def test_a_random_next_segment_stops_at_the_sentence_that_fills_the_target():
+    # Document 0 is one 4-token sentence, so B is always a random next; the
+    # other documents are one-token sentences, so B gathers one token per
+    # sentence and stops at exactly target - len(A) = 7 - 4 = 3 tokens
+    # (fewer when its document ends first), as the original's
+    # `if len(tokens_b) >= target_b_length: break`; nothing is truncated.
+    config = make_config(max_seq_length=10, short_seq_prob=0.0, dynamic_masking=True)
+    corpus = [[[10, 11, 12, 13]]] + [
+        [[1000 * document + index] for index in range(20)] for document in range(1, 6)
+    ]
+    lengths = collections.Counter()
+    for seed in range(30):
+        (instance,) = create_instances_from_document(corpus, 0, random.Random(seed), config)
+        tokens_a, tokens_b = segments(instance)
+        assert instance.is_random_next and not instance.truncated
+        assert tokens_a == [10, 11, 12, 13]
+        sentences_left = 20 - tokens_b[0] % 1000
+        assert tokens_b == list(range(tokens_b[0], tokens_b[0] + min(3, sentences_left)))
+        lengths[len(tokens_b)] += 1
+    assert lengths[3] > 20
+
+
+def test_a_whole_word_longer_than_the_predictions_left_is_skipped_for_a_later_one():
+    # With one prediction, the two three-piece words never fit; the original
+    # skips a word that would exceed the number (`continue`) and goes on, so
+    # the one-piece word at position 7 is always the one predicted.
+    continuation = frozenset(range(500, 510))
+    config = make_config(
+        max_predictions_per_seq=1, do_whole_word_mask=True, continuation_ids=continuation
+    )
+    for seed in range(20):
+        token_ids = [CLS_ID, 10, 500, 501, 11, 502, 503, 12, SEP_ID]
+        _, positions, labels, _ = create_masked_lm_predictions(
+            token_ids, random.Random(seed), config
+        )
+        assert (positions, labels) == ([7], [12])
+
+
+def test_an_empty_document_to_draw_from_is_named_in_the_error():
+    config = make_config()
+    with pytest.raises(ValueError, match=r"^Document 1 of the corpus is empty; remove "
+                                         r"empty documents before making instances\.$"):
+        create_instances_from_document([[[10, 11]], []], 0, random.Random(0), config)

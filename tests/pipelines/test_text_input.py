@@ -8,7 +8,7 @@ import pytest
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.testing.util import assert_that, equal_to
 
-from pipelines import text_input
+from pipelines import job, text_input
 from pipelines.beam_options import pipeline_options
 
 
@@ -73,7 +73,7 @@ def run_reader(patterns, input_format, expected_texts, expected_counts):
     return {
         counter.key.metric.name: counter.committed
         for counter in result.metrics().query(
-            MetricsFilter().with_namespace(text_input.METRICS_NAMESPACE)
+            MetricsFilter().with_namespace(job.METRICS_NAMESPACE)
         )["counters"]
     }
 
@@ -158,3 +158,53 @@ def test_jsonl_records_are_read_and_accounted(tmp_path):
     run_reader(
         str(tmp_path / "*.jsonl"), "jsonl", ["bad \ufffd byte", "one", "two"], expected
     )
+
+
+def test_documents_are_read_in_line_order_and_accounted(tmp_path):
+    (tmp_path / "a.txt").write_bytes(
+        b"First sentence.\nSecond \xff one.\n\n\n"
+        + b"y" * 101 + b"\n"  # over max_line_bytes: skipped
+        + b"Other document.\r\nnul\x00here\n"
+    )
+    (tmp_path / "b.txt").write_bytes(b"\n  \nLast file, no final newline")
+    (tmp_path / "c.txt").write_bytes(b"")
+    pipeline = beam.Pipeline(options=pipeline_options([]))
+    documents, counts = pipeline | text_input.ReadDocuments(
+        str(tmp_path / "*.txt"), "text", max_line_bytes=100
+    )
+    assert_that(documents, equal_to([
+        ["First sentence.", "Second \ufffd one."],
+        ["Other document.", "nul\x00here"],
+        ["Last file, no final newline"],
+    ]), label="CheckDocuments")
+    assert_that(counts, equal_to([{
+        "lines_read": 10,
+        "lines_used": 5,
+        "lines_skipped_blank": 4,
+        "lines_skipped_too_long": 1,
+        "lines_with_invalid_utf8": 1,
+        "lines_with_nul": 1,
+        "documents_read": 3,
+    }]), label="CheckCounts")
+    pipeline.run().wait_until_finish()
+
+
+def test_jsonl_documents_are_split_into_sentences_and_accounted(tmp_path):
+    (tmp_path / "docs.jsonl").write_text(
+        json.dumps({"text": "One here. Two there!\nThree."}) + "\n"
+        + json.dumps({"text": "Dr. who? yes."}) + "\n"
+        + "{broken\n",
+        encoding="utf-8",
+    )
+    pipeline = beam.Pipeline(options=pipeline_options([]))
+    documents, counts = pipeline | text_input.ReadDocuments(
+        str(tmp_path / "docs.jsonl"), "jsonl"
+    )
+    assert_that(documents, equal_to([
+        ["One here.", "Two there!", "Three."],
+        ["Dr. who? yes."],
+    ]), label="CheckDocuments")
+    assert_that(counts, equal_to([counts_of(
+        lines_read=3, lines_used=2, lines_skipped_bad_json=1, documents_read=2
+    )]), label="CheckCounts")
+    pipeline.run().wait_until_finish()

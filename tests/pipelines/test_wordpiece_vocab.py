@@ -6,16 +6,25 @@ lines of WikiText-2 (test split) with `--vocab_size=1000` and
 about a minute on the whole file, a few seconds on this sample.
 
 The tests run on the job's default runner (Beam's in-process direct runner,
-see `pipelines.beam_options`).
+see `pipelines.beam_options`); `test_portable_runner.py` runs the job on
+Beam's portable runner. The job's composite transform,
+`LearnWordPieceVocabulary`, is also tested alone on `beam.Create` input.
 """
 
+import collections
 import json
 
+import apache_beam as beam
 import pytest
 import tensorflow as tf
+from apache_beam.testing.util import assert_that, equal_to
+from tensorflow_text.tools.wordpiece_vocab import (
+    wordpiece_tokenizer_learner_lib as learner,
+)
 
 from pipelines import wordpiece_vocab
-from tests.text.reference_bert_tokenizer import ReferenceBertTokenizer
+from pipelines.beam_options import pipeline_options
+from tests.text.reference_bert_tokenizer import ReferenceBertTokenizer, wordpiece_split
 from tfnlp.text import SPECIAL_TOKENS, BertTokenizer, load_vocabulary
 
 SAMPLE_LINES = 500
@@ -321,3 +330,89 @@ def test_flags_and_beam_options_are_separated():
     ):
         with pytest.raises(SystemExit):
             wordpiece_vocab.parse_arguments(required + bad)
+
+
+def test_learn_word_piece_vocabulary_transform_on_created_lines(shared_data_dir):
+    """The composite transform alone, on `beam.Create` input: the words are
+    split as the original BasicTokenizer splits them, the most frequent go
+    to tensorflow-text's learner in rank order, and the statistics count
+    the pieces of the original greedy WordPiece split."""
+    lines = [
+        "Hello world, hello Beam.",
+        "Hello again, world!",
+        "The Café sat.",
+        "   ",
+        "über alles",
+    ]
+    options = wordpiece_vocab.VocabularyOptions(
+        vocab_size=40,
+        reserved_tokens=("[unused0]",),
+        max_input_words=5,
+        min_token_count=1,
+    )
+    splitter = ReferenceBertTokenizer(shared_data_dir / "vocab/bert-base-uncased-vocab.txt")
+    words = collections.Counter(
+        word for line in lines for word in splitter.basic_tokenize(line)
+    )
+    top_words = sorted(words.items(), key=lambda pair: (-pair[1], pair[0]))[:5]
+    assert top_words == [("hello", 3), (",", 2), (".", 2), ("world", 2), ("!", 1)]
+    learned = learner.learn(
+        top_words,
+        vocab_size=40,
+        reserved_tokens=[*SPECIAL_TOKENS, "[unused0]"],
+        upper_thresh=10_000_000,
+        lower_thresh=1,
+        num_iterations=4,
+        max_input_tokens=5,
+        max_token_length=50,
+        max_unique_chars=1000,
+        slack_ratio=0.05,
+        include_joiner_token=True,
+        joiner="##",
+    )
+    assert len(learned) <= 40  # so the job cuts nothing
+    pieces = {word: wordpiece_split(word, set(learned)) for word in words}
+    word_pieces = sum(count * len(pieces[word]) for word, count in words.items())
+    unknown = sum(
+        count * pieces[word].count("[UNK]") for word, count in words.items()
+    )
+    # Only the top five words' letters are learned: beam, again, the, cafe,
+    # sat, uber and alles (lower-cased, accents stripped) are one [UNK] each.
+    assert "hello" in learned and "world" in learned
+    assert unknown == 7 and pieces["cafe"] == ["[UNK]"]
+    expected_statistics = {
+        "words_counted": sum(words.values()),
+        "unique_words": len(words),
+        "words_over_200_characters": 0,
+        "words_given_to_learner": 5,
+        "learned_vocabulary_size": len(learned),
+        "vocabulary_size": len(learned),
+        "word_pieces": word_pieces,
+        "unknown_word_pieces": unknown,
+        "unk_share": unknown / word_pieces,
+    }
+
+    pipeline = beam.Pipeline(options=pipeline_options([]))
+    tokens, statistics = (
+        pipeline
+        | beam.Create(lines)
+        | wordpiece_vocab.LearnWordPieceVocabulary(options)
+    )
+    assert_that(tokens, equal_to([learned]), label="CheckTokens")
+    assert_that(statistics, equal_to([expected_statistics]), label="CheckStatistics")
+    pipeline.run().wait_until_finish()
+
+
+def test_absl_and_earlier_spellings_of_lower_case():
+    required = ["--input_file=a", "--output_file=b", "--vocab_size=100"]
+    for spelling, expected in (
+        ([], True),
+        (["--lower_case"], True),
+        (["--lower_case=false"], False),
+        (["--lower_case=True"], True),
+        (["--nolower_case"], False),
+        (["--no-lower_case"], False),
+    ):
+        flags, beam_arguments = wordpiece_vocab.parse_arguments(required + spelling)
+        assert flags.lower_case is expected, spelling
+        assert beam_arguments == []

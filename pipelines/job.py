@@ -1,0 +1,191 @@
+"""What every Beam job of `pipelines` does around its transforms.
+
+A job's steps count what they read, keep and drop; a job writes those
+counts, with its parameters, to a stats file; and its command line runs the
+pipeline to the end, reads the stats back and logs one summary line. This
+module is that shared part:
+
+- `CountingDoFn`: a DoFn base class that counts by name (`count`) and emits
+  its counts once per bundle, as one dict on the output tagged `COUNTS_TAG`,
+  and as Beam metrics (namespace `METRICS_NAMESPACE`).
+- `SumCounts`: the CombineFn that adds those dicts into one.
+- `write_file`, `read_file`: whole files on any Beam filesystem (local
+  paths, gs:// and the like), never compressed whatever their name.
+- `stats_file_bytes`, `read_stats`: the stats file's format (indented,
+  key-sorted UTF-8 JSON ending in a newline).
+- `run_job`: builds a pipeline from the command line's Beam options, runs
+  it, checks that it finished, reads its stats and logs the summary.
+- `configure_command_line_logging`: the logging of `python -m pipelines.X`.
+"""
+
+import json
+import logging
+import time
+
+import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.transforms import window
+
+from pipelines.beam_options import pipeline_options
+
+METRICS_NAMESPACE = "tfnlp"
+COUNTS_TAG = "counts"
+
+
+class CountingDoFn(beam.DoFn):
+    """A DoFn that counts by name and emits the counts once per bundle.
+
+    Subclasses call `self.count(name, value)` in `process` (or, in a hot
+    loop, add to `self.counts[name]` for a name in `COUNTER_NAMES`).
+    `finish_bundle` adds the non-zero counts to the Beam counters of the
+    same names and emits the bundle's dict of counts on the output tagged
+    `COUNTS_TAG`, so apply the DoFn with
+    `.with_outputs(COUNTS_TAG, main=...)` and sum that output with
+    `SumCounts`. A subclass that overrides `start_bundle` or
+    `finish_bundle` calls (for `finish_bundle`: yields from) the base's.
+
+    Attributes:
+        COUNTER_NAMES: names that every bundle's dict holds, zero when
+            nothing was counted under them (other names appear once
+            counted).
+    """
+
+    COUNTER_NAMES = ()
+
+    def start_bundle(self):
+        self.counts = dict.fromkeys(self.COUNTER_NAMES, 0)
+
+    def count(self, name, value=1):
+        """Adds `value` (an int or a bool) to the count `name`."""
+        self.counts[name] = self.counts.get(name, 0) + value
+
+    def finish_bundle(self):
+        for name, value in self.counts.items():
+            if value:
+                beam.metrics.Metrics.counter(METRICS_NAMESPACE, name).inc(value)
+        yield beam.pvalue.TaggedOutput(
+            COUNTS_TAG, window.GlobalWindows.windowed_value(dict(self.counts))
+        )
+
+
+class SumCounts(beam.CombineFn):
+    """Adds dicts of counts key by key (any keys).
+
+    Args:
+        names: names that the result holds even when no input has them
+            (with zero).
+    """
+
+    def __init__(self, names=()):
+        self._names = tuple(names)
+
+    def create_accumulator(self):
+        return dict.fromkeys(self._names, 0)
+
+    def add_input(self, accumulator, counts):
+        for name, value in counts.items():
+            accumulator[name] = accumulator.get(name, 0) + value
+        return accumulator
+
+    def merge_accumulators(self, accumulators):
+        merged = self.create_accumulator()
+        for accumulator in accumulators:
+            self.add_input(merged, accumulator)
+        return merged
+
+    def extract_output(self, accumulator):
+        return dict(accumulator)
+
+
+def write_file(contents, path):
+    """Writes `contents` (bytes) to `path` on any Beam filesystem.
+
+    Args:
+        contents: the bytes to write.
+        path: the destination; an existing file is replaced.
+
+    Returns:
+        `path`.
+    """
+    # Never compressed, whatever the file name ends with.
+    with FileSystems.create(
+        path, compression_type=CompressionTypes.UNCOMPRESSED
+    ) as file:
+        file.write(contents)
+    return path
+
+
+def read_file(path):
+    """The bytes of `path` on any Beam filesystem.
+
+    Args:
+        path: the file to read.
+
+    Returns:
+        Its contents.
+    """
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as file:
+        return file.read()
+
+
+def stats_file_bytes(stats):
+    """The stats file's contents.
+
+    Args:
+        stats: the stats dict.
+
+    Returns:
+        The dict as indented, key-sorted UTF-8 JSON ending in a newline.
+    """
+    return (
+        json.dumps(stats, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    ).encode("utf-8")
+
+
+def read_stats(path):
+    """The stats dict of the stats file at `path` (any Beam filesystem)."""
+    return json.loads(read_file(path).decode("utf-8"))
+
+
+def run_job(build_pipeline, beam_arguments, *, name, stats_file, summary_line, logger):
+    """Runs a job's pipeline to the end and returns the stats it wrote.
+
+    Args:
+        build_pipeline: called with a new `beam.Pipeline`; adds the job's
+            steps, one of which writes the stats file.
+        beam_arguments: the command line's Beam options (see
+            `pipelines.beam_options.pipeline_options`).
+        name: the job's name, for the error message.
+        stats_file: the path of the stats file the pipeline writes.
+        summary_line: called with the stats dict and the run's wall time in
+            seconds; returns the line that `logger` logs at INFO.
+        logger: the job's logger.
+
+    Returns:
+        The stats dict, as read back from `stats_file`.
+
+    Raises:
+        RuntimeError: the pipeline did not finish successfully.
+    """
+    start = time.monotonic()
+    pipeline = beam.Pipeline(options=pipeline_options(beam_arguments))
+    build_pipeline(pipeline)
+    state = pipeline.run().wait_until_finish()
+    if state != beam.runners.runner.PipelineState.DONE:
+        raise RuntimeError(f"The {name} pipeline ended in state {state}.")
+    stats = read_stats(stats_file)
+    logger.info(summary_line(stats, time.monotonic() - start))
+    return stats
+
+
+def configure_command_line_logging():
+    """Logs at INFO, except Beam's own INFO lines (batch-size statistics and
+    the like), which would drown the job's summary; Beam's warnings stay.
+
+    Replaces any handler already on the root logger: importing Beam without
+    its GCP extras logs a warning through the root logger, which installs
+    a WARNING-level handler that would otherwise hide the summary.
+    """
+    logging.basicConfig(level=logging.INFO, force=True)
+    logging.getLogger("apache_beam").setLevel(logging.WARNING)

@@ -1,0 +1,155 @@
+"""Both Beam jobs on Beam's portable runner give the default runner's output.
+
+The portable runner submits a pipeline through Beam's Job API, the API that
+the Flink, Spark and Dataflow runners share. Here it talks to Beam's local
+job service (`python -m apache_beam.runners.portability.local_job_service_main`,
+started for this module on a free port of localhost and stopped at the end,
+whatever happens), and the SDK workers run in the test process
+(`--environment_type=LOOPBACK`). So the pipelines go through the portable
+pipeline proto, artifact staging and the Fn API, as on a cluster.
+
+What must match the default runner (Beam's in-process direct runner):
+
+- the vocabulary job: the vocabulary file's bytes, and the stats (all but
+  the recorded Beam arguments);
+- the pretraining-data job: the multiset of records over all shards (the
+  job promises the same records for the same seed whatever the runner; how
+  records fall into shards is the runner's), the shard names, and the
+  stats (all but the recorded Beam arguments).
+"""
+
+import collections
+import subprocess
+import sys
+import time
+
+import pytest
+import tensorflow as tf
+
+from pipelines import pretraining_data, wordpiece_vocab
+
+SAMPLE_LINES = 300
+START_TIMEOUT_SECONDS = 60
+
+
+@pytest.fixture(scope="module")
+def job_endpoint(tmp_path_factory):
+    """The address of a local Beam job service, stopped after the module."""
+    folder = tmp_path_factory.mktemp("job_service")
+    port_file = folder / "port"
+    log_path = folder / "job_service.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "apache_beam.runners.portability.local_job_service_main",
+                "--port=0",
+                f"--port_file={port_file}",
+                f"--staging_dir={folder / 'staging'}",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_SECONDS
+        while not port_file.exists():
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(
+                    "The local job service did not start (exit code "
+                    f"{process.poll()}):\n{log_path.read_text(errors='replace')}"
+                )
+            time.sleep(0.1)
+        yield f"localhost:{port_file.read_text().strip()}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def portable_arguments(job_endpoint):
+    return [
+        "--runner=PortableRunner",
+        f"--job_endpoint={job_endpoint}",
+        "--environment_type=LOOPBACK",
+    ]
+
+
+def without_beam_arguments(stats):
+    parameters = dict(stats["parameters"])
+    del parameters["beam_arguments"]
+    return {**stats, "parameters": parameters}
+
+
+def first_lines(path, count):
+    with open(path, "rb") as file:
+        return b"".join(file.readline() for _ in range(count))
+
+
+def test_vocabulary_job_gives_the_same_bytes(shared_data_dir, tmp_path, job_endpoint):
+    corpus = tmp_path / "wikitext.txt"
+    corpus.write_bytes(first_lines(shared_data_dir / "mono/wikitext-2-test.txt", SAMPLE_LINES))
+    stats = {}
+    for runner, beam_arguments in (
+        ("default", []),
+        ("portable", portable_arguments(job_endpoint)),
+    ):
+        stats[runner] = wordpiece_vocab.main([
+            f"--input_file={corpus}",
+            f"--output_file={tmp_path / runner / 'vocab.txt'}",
+            "--vocab_size=500",
+            "--max_input_words=2000",
+            *beam_arguments,
+        ])
+    default_vocabulary = (tmp_path / "default" / "vocab.txt").read_bytes()
+    assert default_vocabulary.count(b"\n") > 300
+    assert (tmp_path / "portable" / "vocab.txt").read_bytes() == default_vocabulary
+    assert stats["portable"]["parameters"]["beam_arguments"] == portable_arguments(
+        job_endpoint
+    )
+    default_stats = without_beam_arguments(stats["default"])
+    portable_stats = without_beam_arguments(stats["portable"])
+    default_stats["parameters"].pop("output_file")
+    portable_stats["parameters"].pop("output_file")
+    assert portable_stats == default_stats
+
+
+def test_pretraining_data_job_gives_the_same_records(shared_data_dir, tmp_path, job_endpoint):
+    corpus = tmp_path / "gutenberg.txt"
+    corpus.write_bytes(first_lines(shared_data_dir / "mono/gutenberg-16-books.txt", SAMPLE_LINES))
+    records, shards, stats = {}, {}, {}
+    for runner, beam_arguments in (
+        ("default", []),
+        ("portable", portable_arguments(job_endpoint)),
+    ):
+        output = tmp_path / runner
+        stats[runner] = pretraining_data.main([
+            f"--input_file={corpus}",
+            f"--vocab_file={shared_data_dir / 'vocab/bert-base-uncased-vocab.txt'}",
+            f"--output_dir={output}",
+            "--dupe_factor=2",
+            "--num_shards=2",
+            # A small pool, so that the documents spread over several buckets.
+            "--random_pool_tokens=3000",
+            *beam_arguments,
+        ])
+        shards[runner] = sorted(path.name for path in output.glob("pretraining-*"))
+        records[runner] = collections.Counter(
+            record.numpy()
+            for path in output.glob("pretraining-*")
+            for record in tf.data.TFRecordDataset(str(path))
+        )
+    assert shards["portable"] == shards["default"] == [
+        "pretraining-00000-of-00002.tfrecord",
+        "pretraining-00001-of-00002.tfrecord",
+    ]
+    assert sum(records["default"].values()) == stats["default"]["instances"] > 100
+    assert records["portable"] == records["default"]
+    default_stats = without_beam_arguments(stats["default"])
+    portable_stats = without_beam_arguments(stats["portable"])
+    default_stats["parameters"].pop("output_dir")
+    portable_stats["parameters"].pop("output_dir")
+    assert portable_stats == default_stats
