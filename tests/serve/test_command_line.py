@@ -11,12 +11,12 @@ import types
 
 import pytest
 
+from tests.conftest import REPOSITORY
 from tests.serve.client import call
 from tfnlp.serve.__main__ import main
 
-REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SERVING_LINE = re.compile(r"Serving model (\S+) versions (\[[\d, ]*\]) at http://127\.0\.0\.1:(\d+)")
-ENVIRONMENT = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": REPOSITORY}
+ENVIRONMENT = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(REPOSITORY)}
 
 
 def read_lines(stream, lines):

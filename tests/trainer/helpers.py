@@ -2,7 +2,6 @@
 
 import json
 import os
-import pathlib
 import random
 import subprocess
 import sys
@@ -10,9 +9,9 @@ import sys
 import numpy as np
 import tensorflow as tf
 
+from tests.conftest import REPOSITORY
 from tfnlp.data import pretraining_schema
 
-REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 MAX_SEQ_LENGTH = 32
 MAX_PREDICTIONS = 5
 VOCAB_SIZE = 100

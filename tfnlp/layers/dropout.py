@@ -88,6 +88,32 @@ class Dropout(keras.layers.Dropout):
     The same arguments, config, seed generator (and so the same variables)
     as Keras' layer; only how the mask is drawn differs. Under XLA on CPU
     this is several times cheaper than the backend's stateless RNG.
+
+    Args:
+        rate: the fraction of the inputs to drop, in `[0, 1]`; the kept ones
+            are scaled by `1 / (1 - rate)`.
+        noise_shape: the shape of the mask, broadcast to the inputs (for
+            example `(batch, 1, features)` to drop the same features at
+            every time step); None for the inputs' shape.
+        seed: the seed of the layer's `keras.random.SeedGenerator`.
+        **kwargs: standard `keras.layers.Layer` arguments.
+
+    Example:
+
+    >>> import numpy as np
+    >>> layer = Dropout(0.5, seed=1)
+    >>> outputs = keras.ops.convert_to_numpy(layer(np.ones((2, 8)), training=True))
+    >>> sorted(set(outputs.ravel().tolist()))
+    [0.0, 2.0]
+    >>> keras.ops.convert_to_numpy(layer(np.ones((1, 3)))).tolist()
+    [[1.0, 1.0, 1.0]]
+
+    References:
+        - [Srivastava et al., 2014. Dropout: A Simple Way to Prevent Neural
+          Networks from Overfitting](https://jmlr.org/papers/v15/srivastava14a.html)
+        - [Salmon et al., 2011. Parallel Random Numbers: As Easy as 1, 2,
+          3](https://doi.org/10.1145/2063384.2063405) (counter-based
+          generators)
     """
 
     def call(self, inputs, training=False):

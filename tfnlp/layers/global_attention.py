@@ -12,8 +12,45 @@ from tfnlp.layers.masking import masked_softmax
 
 
 class GlobalAttention(keras.layers.Layer):
-    """Base of `LuongAttention` and `BahdanauAttention`; see them for the
-    arguments. Not a layer to use by itself."""
+    """Base of `LuongAttention` and `BahdanauAttention`: global attention of
+    a decoder query over the whole encoder memory.
+
+    Not a layer to use by itself: a subclass defines
+    `attention_scores(query, values)` (and its own constructor arguments,
+    such as Luong's score function); this class normalises the scores over
+    the unmasked memory positions and returns the weighted sum.
+
+    Args:
+        **kwargs: standard `keras.layers.Layer` arguments.
+
+    Call arguments:
+        query: `(batch, query_length, query_dim)`, or `(batch, query_dim)`
+            for one decoder step.
+        values: the memory, `(batch, source_length, value_dim)`.
+        mask: boolean `(batch, source_length)`, `True` = real position.
+
+    Returns:
+        `(context, attention_weights)`: `(batch, [query_length,]
+        value_dim)` and `(batch, [query_length,] source_length)`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> class DotAttention(GlobalAttention):
+    ...     def attention_scores(self, query, values):
+    ...         return ops.matmul(query, ops.transpose(values, (0, 2, 1)))
+    >>> values = np.ones((1, 3, 4), "float32")
+    >>> context, weights = DotAttention()(np.ones((1, 4), "float32"), values,
+    ...                                   mask=np.array([[True, True, False]]))
+    >>> ops.convert_to_numpy(weights).tolist()
+    [[0.5, 0.5, 0.0]]
+
+    References:
+        - [Luong et al., 2015. Effective Approaches to Attention-based
+          Neural Machine Translation](https://arxiv.org/abs/1508.04025)
+        - [Bahdanau et al., 2015. Neural Machine Translation by Jointly
+          Learning to Align and Translate](https://arxiv.org/abs/1409.0473)
+    """
 
     def attention_scores(self, query, values):
         """Scores of shape `(batch, query_length, source_length)`."""
