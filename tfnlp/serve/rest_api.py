@@ -381,8 +381,10 @@ def _to_json(array, key):
     if array.dtype == np.dtype(object):
         force_b64 = key.endswith("_bytes")
         return _map_nested(lambda data: _bytes_to_json(data, force_b64), array.tolist())
-    if np.issubdtype(array.dtype, np.floating) and array.dtype not in (np.float32, np.float64):
-        array = array.astype(np.float32)  # float16, bfloat16
+    # float16, and bfloat16 (ml_dtypes' type, which numpy does not count
+    # as floating): written as float32.
+    if array.dtype == np.float16 or array.dtype.name == "bfloat16":
+        array = array.astype(np.float32)
     if array.ndim == 0:
         return array.item()
     return np.ascontiguousarray(array)
