@@ -39,6 +39,7 @@ import json
 
 import numpy as np
 import tensorflow as tf
+import tensorflow_text as tf_text
 
 from tfnlp.models.bert.bert_encoder import ENCODER_INPUTS
 from tfnlp.text.packing import pack_inputs
@@ -427,8 +428,6 @@ def encode_spans(examples, tokenizer, max_seq_length, report, chunk=1024):
         max_seq_length]` and int32 `start_positions`, `end_positions`
         `[examples]`.
     """
-    import tensorflow_text as tf_text
-
     budget = max_seq_length - 3
     outputs = collections.defaultdict(list)
     kept = 0

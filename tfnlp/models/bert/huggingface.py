@@ -314,8 +314,6 @@ def encoder_tensors_from_encoder(encoder):
     `safetensors.numpy.save_file` beside a matching `config.json`, is a
     checkpoint `BertEncoder.from_huggingface` reads back.
     """
-    import keras
-
     tensors = {}
     for name, variable, layout in encoder_variables(encoder):
         array = keras.ops.convert_to_numpy(variable)
