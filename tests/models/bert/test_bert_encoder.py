@@ -6,6 +6,7 @@ import tensorflow as tf
 
 from tests.layer_test_helpers import assert_allclose_nested, to_numpy
 from tests.model_test_helpers import check_model
+from tests.models.bert.helpers import randomize_weights
 from tfnlp.layers import TransformerEncoderBlock
 from tfnlp.models import BertConfig, BertEncoder
 
@@ -29,15 +30,6 @@ def make_inputs(lengths=LENGTHS, length=LENGTH, vocab_size=97, seed=0):
         "input_mask": mask,
         "segment_ids": segment_ids.astype("int32") * mask,
     }
-
-
-def randomize_weights(model, seed=1, scale=0.3):
-    """Random values in every weight (LayerNorm and biases too), so that a
-    weight loaded into the wrong place changes the outputs."""
-    rng = np.random.default_rng(seed)
-    model.set_weights(
-        [rng.normal(scale=scale, size=w.shape).astype("float32") for w in model.weights]
-    )
 
 
 @pytest.fixture(scope="module")

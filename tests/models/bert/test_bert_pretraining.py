@@ -1,4 +1,5 @@
-"""BertPretrainingModel, its losses and Hugging Face head loading.
+"""BertPretrainingModel and its Hugging Face heads (the losses are tested in
+tests/losses).
 
 The heads are checked against a plain-numpy reference (written here, on top
 of `tests/models/bert/numpy_bert_reference.py`'s encoder) on a synthetic
@@ -19,7 +20,16 @@ import tensorflow as tf
 from tests.conftest import REPOSITORY
 from tests.layer_test_helpers import assert_allclose_nested, to_numpy
 from tests.model_test_helpers import check_model
-from tests.models.bert.helpers import tiny_config
+from tests.models.bert.helpers import (
+    LENGTH,
+    PREDICTIONS,
+    VOCAB,
+    make_batch,
+    numpy_cross_entropy,
+    random_outputs,
+    randomize_weights,
+    tiny_config,
+)
 from tests.models.bert.numpy_bert_reference import ACTIVATIONS, bert_forward, layer_norm
 from tests.models.bert.test_huggingface import random_head_tensors, with_naming, write_checkpoint
 from tfnlp.data import pretraining_schema
@@ -28,8 +38,6 @@ from tfnlp.models import (
     BertEncoder,
     BertPretrainingModel,
     gather_positions,
-    masked_lm_loss,
-    next_sentence_loss,
     pretraining_loss,
 )
 from tfnlp.models.bert.huggingface import (
@@ -38,42 +46,6 @@ from tfnlp.models.bert.huggingface import (
     huggingface_head_tensors_from_model,
     load_huggingface_head_weights,
 )
-
-VOCAB, LENGTH, PREDICTIONS = 61, 10, 4
-LENGTHS = [10, 7, 4]
-
-
-def make_batch(lengths=LENGTHS, seed=0):
-    """A pretraining batch as tfnlp.data.pretraining_dataset yields it: the
-    last example has fewer predictions (padded with position 0, weight 0)."""
-    rng = np.random.default_rng(seed)
-    batch = len(lengths)
-    mask = (np.arange(LENGTH)[None] < np.asarray(lengths)[:, None]).astype("int32")
-    positions = np.zeros((batch, PREDICTIONS), "int32")
-    weights = np.zeros((batch, PREDICTIONS), "float32")
-    for row, length in enumerate(lengths):
-        count = min(PREDICTIONS, length - 2)
-        positions[row, :count] = np.sort(rng.choice(np.arange(1, length - 1), count, False))
-        weights[row, :count] = 1.0
-    return {
-        "input_ids": rng.integers(1, VOCAB, size=(batch, LENGTH)).astype("int32") * mask,
-        "input_mask": mask,
-        "segment_ids": (np.arange(LENGTH)[None] >= np.asarray(lengths)[:, None] // 2)
-        .astype("int32") * mask,
-        "masked_lm_positions": positions,
-        "masked_lm_ids": rng.integers(1, VOCAB, size=(batch, PREDICTIONS)).astype("int32")
-        * weights.astype("int32"),
-        "masked_lm_weights": weights,
-        "next_sentence_labels": rng.integers(0, 2, size=(batch, 1)).astype("int32"),
-    }
-
-
-def randomize_weights(model, seed=1, scale=0.3):
-    rng = np.random.default_rng(seed)
-    model.set_weights(
-        [rng.normal(scale=scale, size=w.shape).astype("float32") for w in model.weights]
-    )
-
 
 @pytest.fixture(scope="module")
 def model():
@@ -241,101 +213,6 @@ def test_a_wrong_encoder_or_batch_is_explained(model):
     del batch["masked_lm_positions"]
     with pytest.raises(ValueError, match="no 'masked_lm_positions'"):
         model(batch)
-
-
-# --- Losses --------------------------------------------------------------------
-
-
-def numpy_cross_entropy(labels, logits):
-    logits = np.asarray(logits, np.float64)
-    shifted = logits - logits.max(-1, keepdims=True)
-    log_probabilities = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
-    return -np.take_along_axis(log_probabilities, labels[..., None], -1)[..., 0]
-
-
-def random_outputs(batch_size, seed=4):
-    rng = np.random.default_rng(seed)
-    return {
-        "mlm_logits": rng.normal(size=(batch_size, PREDICTIONS, VOCAB)).astype("float32") * 3,
-        "nsp_logits": rng.normal(size=(batch_size, 2)).astype("float32"),
-    }
-
-
-def test_losses_match_numpy():
-    batch = make_batch([10, 7, 4, 3])
-    outputs = random_outputs(4)
-    weights = batch["masked_lm_weights"]
-    mlm = numpy_cross_entropy(batch["masked_lm_ids"], outputs["mlm_logits"])
-    expected_mlm = (mlm * weights).sum() / (weights.sum() + 1e-5)
-    nsp = numpy_cross_entropy(batch["next_sentence_labels"][:, 0], outputs["nsp_logits"])
-    losses = pretraining_loss(batch, outputs)
-    np.testing.assert_allclose(to_numpy(losses["masked_lm_loss"]), expected_mlm, rtol=1e-5)
-    np.testing.assert_allclose(to_numpy(losses["next_sentence_loss"]), nsp.mean(), rtol=1e-5)
-    np.testing.assert_allclose(
-        to_numpy(losses["loss"]), expected_mlm + nsp.mean(), rtol=1e-5
-    )
-    # Sums: denominator 1 and global_batch_size 1.
-    np.testing.assert_allclose(
-        to_numpy(masked_lm_loss(batch["masked_lm_ids"], outputs["mlm_logits"], weights, 1.0)),
-        (mlm * weights).sum(), rtol=1e-5,
-    )
-    np.testing.assert_allclose(
-        to_numpy(next_sentence_loss(batch["next_sentence_labels"], outputs["nsp_logits"], 1)),
-        nsp.sum(), rtol=1e-5,
-    )
-
-
-def test_padded_predictions_do_not_count():
-    batch = make_batch()
-    outputs = random_outputs(3)
-    padded = batch["masked_lm_weights"] == 0
-    assert padded.any()
-    changed = dict(outputs, mlm_logits=outputs["mlm_logits"].copy())
-    changed["mlm_logits"][padded] += 50.0 * np.random.default_rng(0).normal(
-        size=changed["mlm_logits"][padded].shape
-    )
-    assert_allclose_nested(pretraining_loss(batch, changed), pretraining_loss(batch, outputs))
-    no_predictions = dict(batch, masked_lm_weights=np.zeros_like(batch["masked_lm_weights"]))
-    assert float(pretraining_loss(no_predictions, outputs)["masked_lm_loss"]) == 0.0
-
-
-def test_replica_losses_with_global_divisors_add_up_to_the_global_loss():
-    # Two "replicas" with different numbers of predictions: with the global
-    # batch size and the global weight sum, the per-replica losses add up to
-    # the loss of the whole batch, as pretraining_loss documents.
-    batch = make_batch([10, 9, 4, 3])
-    outputs = random_outputs(4)
-    global_loss = pretraining_loss(batch, outputs)
-    global_weight = batch["masked_lm_weights"].sum()
-    replica_losses = [
-        pretraining_loss(
-            {key: value[part] for key, value in batch.items()},
-            {key: value[part] for key, value in outputs.items()},
-            global_batch_size=4,
-            masked_lm_denominator=global_weight,
-        )
-        for part in (slice(0, 2), slice(2, 4))
-    ]
-    for key in ("loss", "masked_lm_loss", "next_sentence_loss"):
-        total = sum(float(losses[key]) for losses in replica_losses)
-        np.testing.assert_allclose(total, float(global_loss[key]), rtol=1e-5)
-    # Without them, each replica's means (google-research/bert's per-core
-    # loss): the mean of the two differs here from the global weighted mean.
-    local = [
-        pretraining_loss(
-            {key: value[part] for key, value in batch.items()},
-            {key: value[part] for key, value in outputs.items()},
-        )["masked_lm_loss"]
-        for part in (slice(0, 2), slice(2, 4))
-    ]
-    assert abs(np.mean(local) - float(global_loss["masked_lm_loss"])) > 1e-3
-
-
-def test_losses_explain_a_missing_key():
-    with pytest.raises(ValueError, match="no 'masked_lm_weights'"):
-        pretraining_loss({"masked_lm_ids": 0, "next_sentence_labels": 0}, random_outputs(1))
-    with pytest.raises(ValueError, match="has no 'nsp_logits'"):
-        pretraining_loss(make_batch(), {"mlm_logits": 0})
 
 
 # --- compile() + fit() ------------------------------------------------------------
