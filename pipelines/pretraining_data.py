@@ -77,6 +77,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines import job, pretraining_instances, text_input, token_store
+from pipelines.sharded_tfrecords import WriteShardedTFRecords
 from tfnlp.command_line import add_boolean_flag
 from tfnlp.data import pretraining_schema
 from tfnlp.text.vocabulary import load_vocabulary
@@ -371,19 +372,26 @@ def build_pipeline(pipeline, read_documents, create_records, output_dir, num_sha
         create_records: the `CreatePretrainingRecords` to apply to its
             documents.
         output_dir: where the shards and stats.json go.
-        num_shards: the number of shards (0: the runner decides).
+        num_shards: the number of shards, written byte-identically by
+            `WriteShardedTFRecords` (0: the runner decides how many files
+            and which records go where, streaming them).
         gzip: write gzip-compressed shards (`.tfrecord.gz`).
         parameters: the job's parameters, recorded in stats.json (see
             `stats_from_counts`).
     """
     documents, read_counts = pipeline | "ReadDocuments" >> read_documents
     records, record_counts = documents | "CreateRecords" >> create_records
-    _ = records | "Write" >> beam.io.WriteToTFRecord(
-        os.path.join(output_dir, "pretraining"),
-        file_name_suffix=".tfrecord.gz" if gzip else ".tfrecord",
-        num_shards=num_shards,
-        compression_type=CompressionTypes.GZIP if gzip else CompressionTypes.UNCOMPRESSED,
-    )
+    prefix = os.path.join(output_dir, "pretraining")
+    if num_shards:
+        # Byte-identical files: each record's shard and place are fixed by
+        # its bytes.
+        _ = records | "Write" >> WriteShardedTFRecords(prefix, num_shards, gzip)
+    else:
+        _ = records | "Write" >> beam.io.WriteToTFRecord(
+            prefix,
+            file_name_suffix=".tfrecord.gz" if gzip else ".tfrecord",
+            compression_type=CompressionTypes.GZIP if gzip else CompressionTypes.UNCOMPRESSED,
+        )
     _ = (
         (read_counts, record_counts)
         | "AllCounts" >> beam.Flatten()
