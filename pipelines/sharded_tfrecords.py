@@ -42,16 +42,20 @@ def shard_file_name(prefix, index, num_shards, suffix):
     return f"{prefix}-{index:05d}-of-{num_shards:05d}{suffix}"
 
 
-def _digest(record):
-    return hashlib.sha256(record).digest()
+def _shard_and_digest(record, num_shards):
+    """`(shard, (digest, record))`: both come from the record's SHA-256."""
+    digest = hashlib.sha256(record).digest()
+    return int.from_bytes(digest[:8], "big") % num_shards, (digest, record)
 
 
-def _write_shard(index_and_records, prefix, num_shards, suffix, gzip):
-    index, records = index_and_records
+def _write_shard(index_and_values, prefix, num_shards, suffix, gzip):
+    """Writes one shard's records in digest order; the `None` placeholder
+    that makes every shard index appear is skipped."""
+    index, values = index_and_values
     path = shard_file_name(prefix, index, num_shards, suffix)
     compression = CompressionTypes.GZIP if gzip else CompressionTypes.UNCOMPRESSED
     with FileSystems.create(path, compression_type=compression) as file:
-        for _, record in sorted((_digest(record), record) for record in records):
+        for _, record in sorted(value for value in values if value is not None):
             file.write(tfrecord_frame(record))
     return path
 
@@ -96,8 +100,7 @@ class WriteShardedTFRecords(beam.PTransform):
 
     def expand(self, records):
         num_shards = self.num_shards
-        keyed = records | "KeyByShard" >> beam.Map(
-            lambda record: (int.from_bytes(_digest(record)[:8], "big") % num_shards, record))
+        keyed = records | "KeyByShard" >> beam.Map(_shard_and_digest, num_shards)
         # Every shard index, so that a shard without records is still written.
         indices = (records.pipeline | "ShardIndices" >> beam.Create(range(num_shards))
                    | "NoRecords" >> beam.Map(lambda index: (index, None)))
@@ -105,8 +108,6 @@ class WriteShardedTFRecords(beam.PTransform):
             (keyed, indices)
             | "AllShards" >> beam.Flatten()
             | "GroupByShard" >> beam.GroupByKey()
-            | "DropPlaceholders" >> beam.MapTuple(
-                lambda index, values: (index, [value for value in values if value is not None]))
             | "WriteShards" >> beam.Map(
                 _write_shard, self.prefix, num_shards,
                 ".tfrecord.gz" if self.gzip else ".tfrecord", self.gzip)

@@ -86,7 +86,7 @@ def check_layer(
         first_output = keras.tree.flatten(outputs)[0]
         assert tuple(first_output.shape) == tuple(expected_output_shape)
 
-    _check_config_round_trip(layer, inputs, call_options, outputs)
+    check_config_round_trip(layer, inputs, call_options, outputs)
     if check_save:
         _check_keras_save_and_load(layer, inputs, call_options, outputs)
     if check_gradients:
@@ -96,7 +96,10 @@ def check_layer(
     return outputs
 
 
-def _check_config_round_trip(layer, inputs, call_options, outputs):
+def check_config_round_trip(layer, inputs, call_options, outputs):
+    """`from_config(get_config())` rebuilds `layer` (or a model; the
+    registry revives it too) and, with its weights, computes `outputs` from
+    `layer(**inputs, **call_options)`."""
     config = layer.get_config()
     clone = layer.__class__.from_config(config)
     assert clone.get_config() == config, "get_config() does not round-trip"

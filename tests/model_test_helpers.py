@@ -22,7 +22,7 @@ import keras
 import numpy as np
 
 from tests.conftest import REPOSITORY
-from tests.layer_test_helpers import assert_allclose_nested
+from tests.layer_test_helpers import assert_allclose_nested, check_config_round_trip
 
 # Run with KERAS_BACKEND=jax: loads the .keras archive argv[1], runs it on
 # the inputs saved in argv[2] (one jax.jit: op-by-op compilation on CPU is
@@ -54,20 +54,10 @@ def check_model(model, inputs, directory, jax=False, atol=1e-5):
         atol: the tolerance of the comparisons.
     """
     outputs = model(inputs)
-    check_config_round_trip(model, inputs, outputs, atol)
+    check_config_round_trip(model, {"inputs": inputs}, {}, outputs)
     path = check_keras_save_and_load(model, inputs, outputs, directory, atol)
     if jax:
         check_jax_outputs(path, inputs, outputs, directory, atol)
-
-
-def check_config_round_trip(model, inputs, outputs, atol=1e-5):
-    config = model.get_config()
-    clone = type(model).from_config(config)
-    assert clone.get_config() == config
-    revived = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(model))
-    assert type(revived) is type(model)
-    clone.set_weights(model.get_weights())
-    assert_allclose_nested(clone(inputs), outputs, atol=atol, rtol=atol)
 
 
 def check_keras_save_and_load(model, inputs, outputs, directory, atol=1e-5):

@@ -381,8 +381,7 @@ def run(flags):
     if data.eval_examples == 0:
         raise ValueError(f"{data.eval_path} has no usable evaluation example (see above).")
     if data.label_list and run.chief:
-        finetune_data.write_labels_file(
-            data.label_list, os.path.join(flags.model_dir, run_files.LABELS_FILE))
+        run_files.write_labels(flags.model_dir, data.label_list)
     record = serving_record(flags, data.label_list)
     steps_per_epoch, total_steps, epochs = _steps(flags, data.train_examples)
     warmup_steps = flags.warmup_steps

@@ -298,12 +298,6 @@ def discover_labels(values):
     return sorted(set(values))
 
 
-def write_labels_file(labels, path):
-    """Writes the label list as a JSON list (class id -> label)."""
-    with tf.io.gfile.GFile(path, "w") as file:
-        file.write(json.dumps(labels, indent=0) + "\n")
-
-
 # ---------------------------------------------------------------------------
 # Datasets
 

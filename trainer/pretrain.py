@@ -185,13 +185,12 @@ def run(flags):
         )
     )
     train_iterator = iter(train_dataset)
-    # Builds every variable (model and optimizer) before restoring.
     loop = TrainingLoop(
         strategy, task, optimizer,
         gradient_accumulation_steps=flags.gradient_accumulation_steps,
         clip_norm=flags.clip_norm, jit_compile=flags.jit_compile,
     )
-    with strategy.scope():
+    with strategy.scope():  # Every variable exists before restoring.
         _build(model, optimizer, flags)
     tracked = dict(model=model, optimizer=optimizer, step=step)
     if saved_iterator:

@@ -63,6 +63,12 @@ def write_serving_record(model_dir, record):
     write_json(os.path.join(model_dir, SERVING_FILE), record)
 
 
+def write_labels(model_dir, labels):
+    """Writes `model_dir/labels.json`: the label list (class id -> label)."""
+    with tf.io.gfile.GFile(os.path.join(model_dir, LABELS_FILE), "w") as file:
+        file.write(json.dumps(labels, indent=0) + "\n")
+
+
 def read_serving_record(model_dir):
     """The record of `write_serving_record`, or `{}` if the run has none."""
     return read_json(os.path.join(model_dir, SERVING_FILE), {})

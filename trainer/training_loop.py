@@ -81,12 +81,10 @@ class SumMetrics:
 
     def reset(self):
         self.totals = dict.fromkeys(self.task.sum_names, 0.0)
-        self.steps = 0
 
     def update(self, sums):
         for name in self.task.sum_names:
             self.totals[name] += float(sums[name])
-        self.steps += 1
 
     def result(self):
         return self.task.results(self.totals)
@@ -184,10 +182,7 @@ class TrainingLoop:
 
     def _replica_train_step(self, batch):
         context = tf.distribute.get_replica_context()
-        local_totals = self.task.batch_totals(batch)
-        names = sorted(local_totals)
-        totals = dict(zip(names, context.all_reduce(
-            SUM, [local_totals[name] for name in names])))
+        totals = context.all_reduce(SUM, self.task.batch_totals(batch))
         if self.accumulation_steps == 1:
             gradients, sums = self._gradients(batch, totals)
         else:
