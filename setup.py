@@ -14,6 +14,9 @@ INSTALL_REQUIRES = [
     "tensorboard~=2.21.0",
     "sacrebleu>=2.6,<3",
     "safetensors>=0.8,<1",
+    # Learns the reversible subword models of the translation data (the
+    # graph runs them with tensorflow-text's SentencepieceTokenizer).
+    "sentencepiece>=0.2,<0.3",
     "numpy>=1.26,<3",
     # tfnlp.serve writes numeric outputs as JSON with it (about 50x faster
     # than the json module, float32 in its shortest form).
