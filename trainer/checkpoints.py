@@ -69,6 +69,15 @@ class Checkpoints:
                 pass  # Another worker's directory is still there.
 
 
+def latest_step(model_dir):
+    """The step of the latest checkpoint in `model_dir`, or 0 (read from the
+    checkpoint's `step` variable, without restoring anything)."""
+    latest = tf.train.latest_checkpoint(model_dir)
+    if latest is None:
+        return 0
+    return int(tf.train.load_variable(latest, "step/.ATTRIBUTES/VARIABLE_VALUE"))
+
+
 def find_checkpoint(path, flag):
     """The checkpoint prefix that `path` (a directory or a prefix) names.
 

@@ -4,9 +4,8 @@ import argparse
 
 from tfnlp.command_line import add_boolean_flag
 from trainer import finetune_data
-from trainer.distribution import STRATEGIES
 from trainer.optimization import OPTIMIZERS
-from trainer.runtime import MIXED_PRECISION
+from trainer.run_flags import add_distribution_flags
 
 
 def finetuning_parser():
@@ -72,9 +71,7 @@ def finetuning_parser():
     training.add_argument("--weight_decay", type=float, default=0.01)
     training.add_argument("--clip_norm", type=float, default=1.0,
                           help="Clip the gradient to this global norm; 0 for none.")
-    training.add_argument("--strategy", choices=STRATEGIES, default="default")
-    training.add_argument("--tpu", default="", help="The TPU name or address (--strategy=tpu).")
-    training.add_argument("--mixed_precision", choices=MIXED_PRECISION, default=None)
+    add_distribution_flags(training, jit_compile=False)
 
     outputs = parser.add_argument_group("checkpoints, logs and export")
     outputs.add_argument("--eval_every_epochs", type=int, default=1,

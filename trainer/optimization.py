@@ -1,11 +1,13 @@
-"""The pretraining optimizer (AdamW or LAMB) and its learning-rate schedule.
+"""The optimizers (AdamW or LAMB) and their learning-rate schedules.
 
 The optimizers are Keras' own (`keras.optimizers.AdamW`, `keras.optimizers.Lamb`),
 with weight decay left off the LayerNorm and bias variables as in BERT. The
 schedule is BERT's: a linear warmup to the peak rate, then a linear decay to
 zero at the last step (`WarmupPolynomialDecay`; Keras has the decay,
 `keras.optimizers.schedules.PolynomialDecay`, but no linear warmup in front
-of it).
+of it). Translation uses the Transformer's schedule instead: a linear
+warmup, then a decay with the inverse square root of the step
+(`InverseSquareRootDecay`, "Noam").
 
 Gradient clipping and gradient accumulation are done by the training loop
 (`trainer.training_loop`), not by the optimizer's `global_clipnorm` and
@@ -18,6 +20,8 @@ clipping the gradient, and its accumulation keeps per-replica state that
 import keras
 
 OPTIMIZERS = ("adamw", "lamb")
+# The --learning_rate_schedule choices.
+SCHEDULES = ("linear", "inverse_sqrt")
 
 # Substrings of variable paths that get no weight decay: LayerNorm scales and
 # offsets (named layer_norm/LayerNorm, or Keras' gamma/beta) and biases.
@@ -91,6 +95,55 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
         }
 
 
+@keras.saving.register_keras_serializable(package="tfnlp")
+class InverseSquareRootDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """A linear warmup to `peak_learning_rate`, then `1/sqrt(step)` decay.
+
+    The rate is `peak * min(step / warmup_steps, sqrt(warmup_steps / step))`:
+    the Transformer's schedule ("Noam", Vaswani et al., 2017, section 5.3),
+    whose `d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)` is this with
+    `peak = (d_model * warmup_steps)^-0.5`, and fairseq's
+    `inverse_sqrt`. The peak is given directly, as fairseq does, because it
+    is the number users tune.
+
+    Args:
+        peak_learning_rate: the rate at the end of the warmup.
+        warmup_steps: the length of the warmup (at least 1).
+
+    Example:
+
+    >>> schedule = InverseSquareRootDecay(1e-3, warmup_steps=100)
+    >>> [round(float(schedule(step)), 6) for step in (0, 50, 100, 400)]
+    [0.0, 0.0005, 0.001, 0.0005]
+
+    References:
+        - [Vaswani et al., 2017. Attention Is All You Need, section 5.3](
+          https://arxiv.org/abs/1706.03762)
+    """
+
+    def __init__(self, peak_learning_rate, warmup_steps):
+        if warmup_steps < 1:
+            raise ValueError(
+                "InverseSquareRootDecay needs warmup_steps >= 1 (the decay "
+                f"divides by it). Received: warmup_steps={warmup_steps}."
+            )
+        self.peak_learning_rate = peak_learning_rate
+        self.warmup_steps = warmup_steps
+
+    def __call__(self, step):
+        step = keras.ops.cast(step, "float32")
+        warmup = float(self.warmup_steps)
+        factor = keras.ops.minimum(
+            step / warmup, keras.ops.sqrt(warmup / keras.ops.maximum(step, 1.0)))
+        return keras.ops.cast(self.peak_learning_rate, "float32") * factor
+
+    def get_config(self):
+        return {
+            "peak_learning_rate": self.peak_learning_rate,
+            "warmup_steps": self.warmup_steps,
+        }
+
+
 def no_decay_variables(model):
     """The variables of `model` that get no weight decay (LayerNorm, biases).
 
@@ -115,8 +168,9 @@ def create_optimizer(
     beta_1=0.9,
     beta_2=0.999,
     epsilon=1e-6,
+    schedule="linear",
 ):
-    """The pretraining optimizer with its warmup-then-linear-decay schedule.
+    """An optimizer with its learning-rate schedule.
 
     Args:
         name: "adamw" (`keras.optimizers.AdamW`) or "lamb"
@@ -133,15 +187,26 @@ def create_optimizer(
             "bfloat16" and None need none.
         beta_1, beta_2, epsilon: the Adam moments' parameters (BERT's
             defaults).
+        schedule: "linear" (`WarmupPolynomialDecay`: warmup, then linear
+            decay to zero at `train_steps`; BERT's) or "inverse_sqrt"
+            (`InverseSquareRootDecay`; the Transformer's).
 
     Returns:
         A `keras.optimizers.Optimizer`.
     """
-    schedule = WarmupPolynomialDecay(
-        learning_rate, decay_steps=train_steps, warmup_steps=warmup_steps
-    )
+    if schedule == "linear":
+        rates = WarmupPolynomialDecay(
+            learning_rate, decay_steps=train_steps, warmup_steps=warmup_steps
+        )
+    elif schedule == "inverse_sqrt":
+        rates = InverseSquareRootDecay(learning_rate, warmup_steps=max(warmup_steps, 1))
+    else:
+        raise ValueError(
+            f"Unknown learning-rate schedule {schedule!r}. Choose one of: "
+            f"{', '.join(SCHEDULES)}."
+        )
     arguments = dict(
-        learning_rate=schedule,
+        learning_rate=rates,
         beta_1=beta_1,
         beta_2=beta_2,
         epsilon=epsilon,

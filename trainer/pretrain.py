@@ -47,7 +47,7 @@ from tfnlp.data import pretraining_dataset
 from tfnlp.models import BertEncoder
 from trainer import optimization, runtime, summaries
 from trainer.bert_models import build_model, config_from_name
-from trainer.checkpoints import Checkpoints
+from trainer.checkpoints import Checkpoints, latest_step
 from trainer.export import export_trained_model
 from trainer.pretrain_flags import parse_flags
 from trainer.tasks import BertPretrainingTask
@@ -178,7 +178,7 @@ def run(flags):
     # a resumed distributed run reads the data in a new order instead,
     # seeded with the restored step, rather than the first batches again.
     saved_iterator = run.replicas == 1 and flags.strategy == "default"
-    data_seed = flags.seed if saved_iterator else flags.seed + _latest_step(flags.model_dir)
+    data_seed = flags.seed if saved_iterator else flags.seed + latest_step(flags.model_dir)
     train_dataset = strategy.distribute_datasets_from_function(
         dataset_function(
             flags.train_data, flags, flags.global_batch_size, training=True, seed=data_seed
@@ -236,14 +236,6 @@ def run(flags):
         checkpoints.close()
     LOGGER.info("Training finished at step %d.", flags.train_steps)
     return loss
-
-
-def _latest_step(model_dir):
-    """The step of the latest checkpoint in `model_dir`, or 0."""
-    latest = tf.train.latest_checkpoint(model_dir)
-    if latest is None:
-        return 0
-    return int(tf.train.load_variable(latest, "step/.ATTRIBUTES/VARIABLE_VALUE"))
 
 
 def _build(model, optimizer, flags):

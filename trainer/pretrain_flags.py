@@ -3,9 +3,8 @@
 import argparse
 
 from tfnlp.command_line import add_boolean_flag
-from trainer.distribution import STRATEGIES
 from trainer.optimization import OPTIMIZERS
-from trainer.runtime import MIXED_PRECISION
+from trainer.run_flags import add_distribution_flags, check_counts
 
 
 def pretraining_parser():
@@ -59,10 +58,7 @@ def pretraining_parser():
                           help="Clip the gradient to this global norm; 0 for none.")
     training.add_argument("--gradient_accumulation_steps", type=int, default=1,
                           help="Split each replica's batch into this many micro-batches.")
-    training.add_argument("--strategy", choices=STRATEGIES, default="default")
-    training.add_argument("--tpu", default="", help="The TPU name or address (--strategy=tpu).")
-    training.add_argument("--mixed_precision", choices=MIXED_PRECISION, default=None)
-    add_boolean_flag(training, "jit_compile", False, "Compile the replica step with XLA.")
+    add_distribution_flags(training)
 
     outputs = parser.add_argument_group("checkpoints, logs and export")
     outputs.add_argument("--checkpoint_every_steps", type=int, default=1000)
@@ -86,15 +82,13 @@ def parse_flags(argv=None):
     """Parses and checks the flags; exits with a usage message on errors."""
     parser = pretraining_parser()
     flags = parser.parse_args(argv)
-    positive = ("global_batch_size", "train_steps", "max_seq_length",
-                "gradient_accumulation_steps", "keep_checkpoints", "log_every_steps")
-    for name in positive:
-        if getattr(flags, name) < 1:
-            parser.error(f"--{name} must be at least 1, got {getattr(flags, name)}.")
-    for name in ("warmup_steps", "checkpoint_every_steps", "eval_every_steps",
-                 "attention_images_every_steps", "eval_steps"):
-        if getattr(flags, name) < 0:
-            parser.error(f"--{name} must not be negative, got {getattr(flags, name)}.")
+    check_counts(
+        parser, flags,
+        positive=("global_batch_size", "train_steps", "max_seq_length",
+                  "gradient_accumulation_steps", "keep_checkpoints", "log_every_steps"),
+        non_negative=("warmup_steps", "checkpoint_every_steps", "eval_every_steps",
+                      "attention_images_every_steps", "eval_steps"),
+    )
     if flags.warmup_steps > flags.train_steps:
         parser.error(
             f"--warmup_steps ({flags.warmup_steps}) must not exceed --train_steps "

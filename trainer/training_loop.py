@@ -12,6 +12,8 @@ The task. What is particular to a model family comes from a task object
 (`trainer.tasks`; `BertPretrainingTask` is the first):
 
 - `model`: the Keras model, built under `strategy.scope()`;
+- `forward(batch, training)`: the model's outputs on a batch (the model
+  called on the batch, or on inputs the task derives from it);
 - `batch_totals(batch)`: a dict of scalar counts whose sums over the
   global batch normalise the loss (for BERT: the masked-LM weight and the
   examples);
@@ -168,7 +170,7 @@ class TrainingLoop:
     def _gradients(self, batch, totals):
         variables = self.model.trainable_variables
         with tf.GradientTape() as tape:
-            outputs = self.model(batch, training=True)
+            outputs = self.task.forward(batch, training=True)
             loss = self.task.loss(batch, outputs, totals)
             scaled_loss = self.optimizer.scale_loss(loss)
         gradients = tape.gradient(scaled_loss, variables)
@@ -238,7 +240,7 @@ class TrainingLoop:
         return gradients, sums
 
     def _replica_eval_step(self, batch):
-        return self.task.sums(batch, self.model(batch, training=False))
+        return self.task.sums(batch, self.task.forward(batch, training=False))
 
     # === Distributed steps ===
 

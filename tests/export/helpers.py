@@ -51,3 +51,20 @@ def saved_model_cli(*arguments, text_ops=True):
                                env=_clean_environment(), cwd="/")
     assert completed.returncode == 0, completed.stderr[-3000:]
     return completed.stdout
+
+
+def saved_op_types(directory):
+    """The op types of every graph and function of the SavedModel in
+    `directory` (the functions' own names left out)."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    saved_model = saved_model_pb2.SavedModel()
+    with open(os.path.join(directory, "saved_model.pb"), "rb") as file:
+        saved_model.ParseFromString(file.read())
+    op_types, function_names = set(), set()
+    for meta_graph in saved_model.meta_graphs:
+        op_types |= {node.op for node in meta_graph.graph_def.node}
+        for function in meta_graph.graph_def.library.function:
+            function_names.add(function.signature.name)
+            op_types |= {node.op for node in function.node_def}
+    return op_types - function_names

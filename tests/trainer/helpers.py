@@ -78,8 +78,8 @@ def environment(**extra):
     return env
 
 
-def start(arguments, logical_cpus=0, **env):
-    """Starts `python -m trainer.pretrain ARGUMENTS` (a `subprocess.Popen`).
+def start(arguments, logical_cpus=0, module="trainer.pretrain", **env):
+    """Starts `python -m MODULE ARGUMENTS` (a `subprocess.Popen`).
 
     With `logical_cpus`, the CPU is first split into that many logical
     devices (for MirroredStrategy on a machine without GPUs).
@@ -90,21 +90,20 @@ def start(arguments, logical_cpus=0, **env):
             "cpu = tf.config.list_physical_devices('CPU')[0]\n"
             f"tf.config.set_logical_device_configuration(cpu, "
             f"[tf.config.LogicalDeviceConfiguration()] * {logical_cpus})\n"
-            "from trainer import pretrain\n"
-            "pretrain.main(sys.argv[1:])\n"
+            f"import importlib; importlib.import_module({module!r}).main(sys.argv[1:])\n"
         )
         command = [sys.executable, "-c", code, *arguments]
     else:
-        command = [sys.executable, "-m", "trainer.pretrain", *arguments]
+        command = [sys.executable, "-m", module, *arguments]
     return subprocess.Popen(
         command, cwd=REPOSITORY, env=environment(**env),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
 
 
-def run(arguments, logical_cpus=0, timeout=240, **env):
+def run(arguments, logical_cpus=0, timeout=240, module="trainer.pretrain", **env):
     """Runs the trainer to the end; returns its output (fails on errors)."""
-    process = start(arguments, logical_cpus=logical_cpus, **env)
+    process = start(arguments, logical_cpus=logical_cpus, module=module, **env)
     output, _ = process.communicate(timeout=timeout)
     assert process.returncode == 0, output[-4000:]
     return output

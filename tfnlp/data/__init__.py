@@ -5,6 +5,10 @@
 - `pretraining_reader`: `pretraining_dataset` reads those shards into a
   batched `tf.data.Dataset`, optionally masking them anew each epoch
   (`mask_dynamically`).
+- `translation_reader`: `translation_dataset` reads translation-pair shards
+  (`translation_schema`) into batches of about `max_tokens_per_batch`
+  tokens, bucketed by length (`bucket_lengths`, `bucket_batch_sizes`), with
+  an evaluation mode that yields every pair once in a fixed order.
 - `example_proto`: `tf.train.Example` as a plain protobuf message, for
   writers that do not load TensorFlow.
 """
@@ -21,4 +25,8 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     "parse_examples": "pretraining_schema",
     "serialize_instance": "pretraining_schema",
     "mask_dynamically": "pretraining_reader",
+    "translation_reader": "translation_reader",
+    "translation_dataset": "translation_reader",
+    "bucket_lengths": "translation_reader",
+    "bucket_batch_sizes": "translation_reader",
 })

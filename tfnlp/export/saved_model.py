@@ -60,7 +60,22 @@ def export_saved_model(model, export_dir, preprocessor=None, text_signatures=Tru
     '2'
     """
     signatures = signatures_for(model, preprocessor, **options).signatures(text_signatures)
-    root = _trackable_root(signatures, preprocessor)
+    assets = {} if preprocessor is None else {
+        "vocabulary": preprocessor.tokenizer.vocabulary_asset}
+    final_dir = write_next_version(export_dir, signatures, assets)
+    LOGGER.info("Exported %s as %s (signatures %s).", type(model).__name__,
+                final_dir, ", ".join(sorted(signatures)))
+    return final_dir
+
+
+def write_next_version(export_dir, signatures, assets=None):
+    """Saves `signatures` as the next version of `export_dir`; returns its path.
+
+    Written under a temporary name and renamed when complete, so a server
+    watching `export_dir` never loads half an export. `assets` (name:
+    `tf.saved_model.Asset`) are tracked so that their files are copied.
+    """
+    root = trackable_root(signatures, assets)
     version = next_version(export_dir)
     final_dir = version_dir(export_dir, version)
     temporary_dir = os.path.join(export_dir, f".tmp-{version}-{uuid.uuid4().hex}")
@@ -71,14 +86,12 @@ def export_saved_model(model, export_dir, preprocessor=None, text_signatures=Tru
     finally:
         if tf.io.gfile.exists(temporary_dir):
             tf.io.gfile.rmtree(temporary_dir)
-    LOGGER.info("Exported %s as version %d: %s (signatures %s).", type(model).__name__,
-                version, final_dir, ", ".join(sorted(signatures)))
     return final_dir
 
 
-def _trackable_root(signatures, preprocessor):
+def trackable_root(signatures, assets=None):
     """The object `tf.saved_model.save` writes: the TensorFlow variables the
-    signatures read and the vocabulary asset, not the Keras objects.
+    signatures read and the assets (vocabularies), not the Keras objects.
 
     Saved as trackables, Keras 3 variables reach the SavedModel under other
     names than the ones the signatures read, and a TF1-style session
@@ -92,6 +105,6 @@ def _trackable_root(signatures, preprocessor):
             variables.setdefault(id(variable), variable)
     root = tf.Module()
     root.model_variables = list(variables.values())
-    if preprocessor is not None:
-        root.vocabulary = preprocessor.tokenizer.vocabulary_asset
+    for name, asset in (assets or {}).items():
+        setattr(root, name, asset)
     return root

@@ -171,9 +171,8 @@ class MultiHeadAttention(keras.layers.Layer):
         key_cache, value_cache = cache[:, 0, ...], cache[:, 1, ...]
         if cache_update_index is None:
             return key_cache, value_cache, cache
-        start = [0, cache_update_index, 0, 0]
-        key_cache = ops.slice_update(key_cache, start, self.key_dense(key))
-        value_cache = ops.slice_update(value_cache, start, self.value_dense(value))
+        key_cache = _write_positions(key_cache, self.key_dense(key), cache_update_index)
+        value_cache = _write_positions(value_cache, self.value_dense(value), cache_update_index)
         return key_cache, value_cache, ops.stack([key_cache, value_cache], axis=1)
 
     def call(
@@ -255,3 +254,16 @@ class MultiHeadAttention(keras.layers.Layer):
             }
         )
         return config
+
+
+def _write_positions(cache, updates, index):
+    """`cache` (batch, max_length, ...) with `updates` written from position
+    `index` on. One position (incremental decoding) is written with a
+    select, so that the graph holds stock TensorFlow ops only:
+    `ops.slice_update` with a tensor index becomes `XlaDynamicUpdateSlice`,
+    an op of XLA's that TensorFlow Serving's graph executor lacks."""
+    if updates.shape[1] != 1:
+        return ops.slice_update(cache, [0, index, 0, 0], updates)
+    positions = ops.arange(ops.shape(cache)[1])
+    at_index = ops.reshape(ops.equal(positions, index), (1, -1, 1, 1))
+    return ops.where(at_index, ops.cast(updates, cache.dtype), cache)

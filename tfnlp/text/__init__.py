@@ -14,6 +14,7 @@ from tfnlp.lazy_imports import lazy_attributes
 __getattr__, __dir__ = lazy_attributes(__name__, {
     "BertTokenizer": "bert_tokenizer",
     "PlainBertTokenizer": "plain_bert_tokenizer",
+    "SentencePieceTokenizer": "sentencepiece_tokenizer",
     "pack_inputs": "packing",
     "SPECIAL_TOKENS": "vocabulary",
     "load_vocabulary": "vocabulary",

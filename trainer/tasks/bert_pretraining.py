@@ -44,6 +44,10 @@ class BertPretrainingTask:
     def __init__(self, model):
         self.model = model
 
+    def forward(self, batch, training=None):
+        """The model's outputs on a pretraining batch."""
+        return self.model(batch, training=training)
+
     def batch_totals(self, batch):
         """The counts whose global sums normalise the loss."""
         return {

@@ -1,0 +1,88 @@
+"""Configs, lookup by name, argument checks and the length penalties."""
+
+import keras
+import numpy as np
+import pytest
+
+from tests.decoding.toy_models import ToyModel
+from tfnlp import decoding
+from tfnlp.decoding import BeamSearch, GreedySearch, RandomSampling
+
+DECODERS = [
+    GreedySearch(min_length=2, no_repeat_ngram_size=3),
+    BeamSearch(beam_size=5, length_penalty="average", alpha=-0.5, num_return_sequences=3,
+               min_length=1, no_repeat_ngram_size=2, early_stopping=False),
+    RandomSampling(top_k=10, top_p=0.8, temperature=0.7, seed=3, num_return_sequences=2,
+                   min_length=1),
+]
+
+
+@pytest.mark.parametrize("decoder", DECODERS, ids=lambda d: type(d).__name__)
+def test_config_round_trip(decoder):
+    config = decoder.get_config()
+    for name, value in config.items():
+        assert getattr(decoder, name) == value
+    rebuilt = type(decoder).from_config(config)
+    assert type(rebuilt) is type(decoder) and rebuilt.get_config() == config
+    revived = decoding.deserialize(decoding.serialize(decoder))
+    assert type(revived) is type(decoder) and revived.get_config() == config
+    revived = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(decoder))
+    assert type(revived) is type(decoder) and revived.get_config() == config
+    assert decoding.get(decoding.serialize(decoder)).get_config() == config
+    assert decoding.get(decoder) is decoder
+
+
+def test_get_by_name():
+    assert type(decoding.get("greedy")) is GreedySearch
+    assert type(decoding.get("beam_search")) is BeamSearch
+    assert type(decoding.get("sampling")) is RandomSampling
+    assert decoding.get(None) is None
+    with pytest.raises(ValueError, match="Unknown decoder 'nucleus'"):
+        decoding.get("nucleus")
+
+
+def test_num_sequences():
+    assert [d.num_sequences for d in DECODERS] == [1, 3, 2]
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: BeamSearch(length_penalty="wu"), "`length_penalty` must be one of"),
+    (lambda: BeamSearch(beam_size=2, num_return_sequences=3), "Raise `beam_size`"),
+    (lambda: BeamSearch(beam_size=0), "`beam_size` must be"),
+    (lambda: GreedySearch(min_length=-1), "`min_length` must be"),
+    (lambda: RandomSampling(top_p=0.0), r"`top_p` must be a number in \(0, 1\]"),
+    (lambda: RandomSampling(temperature=0.0), "use `GreedySearch`"),
+    (lambda: RandomSampling(seed=-1), "`seed` must be"),
+])
+def test_invalid_arguments_are_explained(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+def test_invalid_calls_are_explained():
+    model = ToyModel(vocabulary_size=5, max_length=4, batch_size=2)
+    decoder = GreedySearch()
+    cache = model.initial_cache()
+    with pytest.raises(ValueError, match="`max_length` must be a Python int >= 1"):
+        decoder(model.step_fn, cache, model.start_ids, 1, 0)
+    with pytest.raises(ValueError, match=r"`start_ids` must have shape \(batch,\)"):
+        decoder(model.step_fn, cache, model.start_ids[:, None], 1, 3)
+    with pytest.raises(ValueError, match="the cache leaf at cache\\['bias'\\] has shape"):
+        decoder(model.step_fn, dict(cache, bias=cache["bias"][:1]), model.start_ids, 1, 3)
+
+    def growing_step_fn(token_ids, cache, index):
+        logits, cache = model.step_fn(token_ids, cache, index)
+        return logits, dict(cache, bias=keras.ops.concatenate([cache["bias"]] * 2, axis=1))
+
+    with pytest.raises(ValueError, match="Keep the cache at a fixed size"):
+        decoder(growing_step_fn, cache, model.start_ids, 1, 3)
+
+
+def test_length_penalties():
+    lengths = np.array([1, 4, 9])
+    np.testing.assert_allclose(decoding.length_penalty(lengths, "gnmt", 0.6),
+                               ((5 + lengths) / 6) ** 0.6, rtol=1e-6)
+    np.testing.assert_allclose(decoding.length_penalty(lengths, "average", -0.5),
+                               lengths ** -0.5, rtol=1e-6)
+    np.testing.assert_allclose(decoding.length_penalty(lengths, "none", 2.0), 1.0)
+    assert decoding.LENGTH_PENALTIES == ("gnmt", "average", "none")

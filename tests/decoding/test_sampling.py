@@ -1,0 +1,117 @@
+"""RandomSampling: seeds, top-k, top-p and temperature."""
+
+import numpy as np
+import pytest
+
+from tests.decoding.toy_models import ConstantModel, ToyModel, numpy_outputs
+from tfnlp.decoding import GreedySearch, RandomSampling
+
+END = 1
+# A fixed next-token distribution over 8 tokens (no end token in range).
+PROBABILITIES = np.array([0.05, 0.3, 0.02, 0.2, 0.15, 0.1, 0.08, 0.1])
+
+
+def decode(decoder, model, max_length=6, **options):
+    return numpy_outputs(decoder(model.step_fn, model.initial_cache(), model.start_ids, END,
+                                 max_length, **options))
+
+
+def sample_once(decoder, rows=20000):
+    """One token for each of `rows` rows from PROBABILITIES, as frequencies."""
+    model = ConstantModel(PROBABILITIES)
+    result = decoder(model.step_fn, None, np.zeros((rows,), np.int32), end_id=99, max_length=1)
+    tokens = np.asarray(result["ids"])[:, 0, 0]
+    return np.bincount(tokens, minlength=len(PROBABILITIES)) / rows
+
+
+def test_the_same_seed_gives_the_same_samples():
+    model = ToyModel(vocabulary_size=6, max_length=6, batch_size=4, seed=30)
+    first = decode(RandomSampling(seed=5, num_return_sequences=3), model)
+    again = decode(RandomSampling(seed=5, num_return_sequences=3), model)
+    other = decode(RandomSampling(seed=6, num_return_sequences=3), model)
+    for name in ("ids", "lengths", "scores"):
+        np.testing.assert_array_equal(first[name], again[name])
+    assert (first["ids"] != other["ids"]).any()
+    # A seed passed at call time overrides the decoder's.
+    overridden = decode(RandomSampling(seed=1, num_return_sequences=3), model, seed=5)
+    np.testing.assert_array_equal(first["ids"], overridden["ids"])
+    # seed=None: a new seed at every call.
+    unseeded = RandomSampling(num_return_sequences=3)
+    assert (decode(unseeded, model)["ids"] != decode(unseeded, model)["ids"]).any()
+
+
+def test_samples_are_sorted_and_scored_by_their_log_probability():
+    model = ToyModel(vocabulary_size=6, max_length=6, batch_size=4, seed=31)
+    result = decode(RandomSampling(seed=2, num_return_sequences=4), model)
+    assert result["ids"].shape == (4, 4, 6)
+    assert np.all(np.diff(result["scores"], axis=1) <= 0)
+    for b in range(4):
+        for r in range(4):
+            length = result["lengths"][b, r]
+            prefix, log_prob = [int(model.start_ids[b])], np.float32(0.0)
+            for token in result["ids"][b, r, :length]:
+                log_prob += model.log_probs(b, prefix)[token]
+                prefix.append(int(token))
+            assert not result["ids"][b, r, length:].any()
+            np.testing.assert_allclose(result["scores"][b, r], log_prob, rtol=1e-5)
+
+
+@pytest.mark.parametrize("decoder", [RandomSampling(top_k=1, seed=3),
+                                     RandomSampling(temperature=1e-4, seed=3)],
+                         ids=["top_k=1", "temperature=1e-4"])
+def test_sampling_reduces_to_greedy_search(decoder):
+    model = ToyModel(vocabulary_size=6, max_length=6, batch_size=4, seed=32, end_bias=0.5)
+    greedy = decode(GreedySearch(), model)
+    sampled = decode(decoder, model)
+    for name in ("ids", "lengths"):
+        np.testing.assert_array_equal(sampled[name], greedy[name])
+    np.testing.assert_allclose(sampled["scores"], greedy["scores"], rtol=1e-6)
+
+
+def test_top_k_samples_only_the_k_most_probable_tokens():
+    frequencies = sample_once(RandomSampling(top_k=3, seed=4))
+    top = np.argsort(-PROBABILITIES, kind="stable")[:3]  # tokens 1, 3, 4
+    outside = np.setdiff1d(np.arange(len(PROBABILITIES)), top)
+    assert frequencies[outside].sum() == 0
+    expected = PROBABILITIES[top] / PROBABILITIES[top].sum()
+    np.testing.assert_allclose(frequencies[top], expected, atol=0.015)
+
+
+@pytest.mark.parametrize("top_p", [0.5, 0.75, 0.9])
+def test_top_p_samples_the_renormalised_nucleus(top_p):
+    frequencies = sample_once(RandomSampling(top_p=top_p, seed=5))
+    order = np.argsort(-PROBABILITIES, kind="stable")
+    mass_before = np.cumsum(PROBABILITIES[order]) - PROBABILITIES[order]
+    nucleus = order[mass_before < top_p]
+    expected = np.zeros_like(PROBABILITIES)
+    expected[nucleus] = PROBABILITIES[nucleus] / PROBABILITIES[nucleus].sum()
+    assert len(nucleus) < len(PROBABILITIES)
+    assert frequencies[expected == 0].sum() == 0
+    np.testing.assert_allclose(frequencies, expected, atol=0.015)
+
+
+def test_temperature_sharpens_and_flattens():
+    cold = sample_once(RandomSampling(temperature=0.5, seed=6))
+    hot = sample_once(RandomSampling(temperature=2.0, seed=6))
+    for frequencies, temperature in ((cold, 0.5), (hot, 2.0)):
+        expected = PROBABILITIES ** (1 / temperature)
+        np.testing.assert_allclose(frequencies, expected / expected.sum(), atol=0.015)
+
+
+def test_min_length():
+    model = ToyModel(vocabulary_size=5, max_length=6, batch_size=4, seed=33, end_bias=3.0)
+    unconstrained = decode(RandomSampling(seed=7, num_return_sequences=4), model)
+    assert (unconstrained["lengths"] < 3).any()
+    result = decode(RandomSampling(seed=7, num_return_sequences=4, min_length=2), model)
+    assert (result["lengths"] >= 3).all()
+
+
+def test_every_step_draws_new_random_numbers():
+    # Same distribution at every step: a row should not repeat one token.
+    model = ConstantModel(np.full(8, 1 / 8))
+    result = RandomSampling(seed=8)(model.step_fn, None, np.zeros((500,), np.int32), 99, 6)
+    ids = np.asarray(result["ids"])[:, 0]
+    assert (ids == ids[:, :1]).all(axis=1).sum() < 3  # expected 500 / 8 ** 5
+    for step in range(6):
+        frequencies = np.bincount(ids[:, step], minlength=8) / 500
+        np.testing.assert_allclose(frequencies, 1 / 8, atol=0.07)

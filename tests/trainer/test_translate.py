@@ -1,0 +1,248 @@
+"""End-to-end runs of `python -m trainer.translate` on real Multi30k pairs:
+logs, BLEU, best checkpoint, export, strategies, resuming, averaging."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import sacrebleu
+import tensorflow as tf
+
+from pipelines import translation_data
+from tests.conftest import REPOSITORY
+from tests.export.helpers import run_in_new_process, saved_model_cli, saved_op_types
+from tests.text.sentencepiece_models import multi30k_lines
+from tests.trainer import helpers
+from trainer import average_checkpoints
+from trainer.translation_eval import Translator
+from trainer.translation_models import load_translation_model, translation_signatures
+
+TRAIN_PAIRS, EVAL_PAIRS = 240, 48
+# A 1+1-layer model of width 32: the sizes, not the presets, are under test.
+TINY_SIZES = {"num_encoder_layers": 1, "num_decoder_layers": 1, "hidden_dim": 32,
+              "num_heads": 2, "intermediate_dim": 64}
+
+
+def write_lines(path, lines):
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory, shared_data_dir):
+    """Shards of the first Multi30k en→de pairs, a shared 400-piece model,
+    and the raw validation lines."""
+    root = tmp_path_factory.mktemp("multi30k")
+    data_dir = shared_data_dir
+    lines = {(split, language): multi30k_lines(data_dir, split, language)
+             for split in ("train", "val") for language in ("en", "de")}
+    files = {}
+    for split, count in (("train", TRAIN_PAIRS), ("val", EVAL_PAIRS)):
+        for language in ("en", "de"):
+            files[split, language] = write_lines(root / f"{split}.{language}",
+                                                 lines[split, language][:count])
+    translation_data.main([
+        f"--source_file={files['train', 'en']}", f"--target_file={files['train', 'de']}",
+        f"--output_dir={root / 'train'}", "--shared_vocab", "--vocab_size=400",
+        "--num_shards=2",
+    ])
+    model_file = str(root / "train" / "sentencepiece.model")
+    translation_data.main([
+        f"--source_file={files['val', 'en']}", f"--target_file={files['val', 'de']}",
+        f"--output_dir={root / 'val'}", "--shared_vocab", f"--vocab_file={model_file}",
+        "--num_shards=1",
+    ])
+    config = root / "tiny.json"
+    config.write_text(json.dumps(TINY_SIZES))
+    return {
+        "train": str(root / "train" / "translation-*"),
+        "val": str(root / "val" / "translation-*"),
+        "config": str(config),
+        "val_sources": lines["val", "en"][:EVAL_PAIRS],
+        "val_references": lines["val", "de"][:EVAL_PAIRS],
+    }
+
+
+def flags(data, model_dir, *extra, **overrides):
+    values = {
+        "train_data": data["train"],
+        "model_dir": model_dir,
+        "config": data["config"],
+        "train_steps": 6,
+        "warmup_steps": 2,
+        "learning_rate": 3e-3,
+        "dropout": 0.0,
+        "max_tokens_per_batch": 512,
+        "max_length": 64,
+        "log_every_steps": 1,
+        "checkpoint_every_steps": 3,
+        "eval_every_steps": 0,
+        "beam_size": 2,
+        "sample_sentences": 2,
+    }
+    values.update(overrides)
+    return [f"--{name}={value}" for name, value in values.items()] + list(extra)
+
+
+def run(arguments, **options):
+    return helpers.run(arguments, module="trainer.translate", **options)
+
+
+@pytest.fixture(scope="module")
+def single_run(data, tmp_path_factory):
+    """One replica, evaluated at steps 3 and 6, exported at the end."""
+    root = tmp_path_factory.mktemp("single")
+    model_dir, export_dir = str(root / "model"), str(root / "export")
+    output = run(flags(data, model_dir, eval_data=data["val"], eval_every_steps=3,
+                       export_dir=export_dir))
+    return model_dir, export_dir, output
+
+
+def test_writes_checkpoints_logs_and_the_best_checkpoint(single_run):
+    model_dir, _, _ = single_run
+    assert [record["step"] for record in helpers.train_log(model_dir)] == list(range(1, 7))
+    assert tf.train.latest_checkpoint(model_dir).endswith("ckpt-6")
+    with open(os.path.join(model_dir, "eval_log.jsonl"), encoding="utf-8") as file:
+        evaluations = [json.loads(line) for line in file]
+    assert [record["step"] for record in evaluations] == [3, 6]
+    for record in evaluations:
+        assert {"loss", "nll_loss", "bleu", "bleu_lowercase", "chrf"} <= set(record)
+    with open(os.path.join(model_dir, "best", "best.json"), encoding="utf-8") as file:
+        best = json.load(file)
+    by_step = {record["step"]: record["bleu"] for record in evaluations}
+    assert best["bleu"] == max(by_step.values())
+    assert by_step[best["step"]] == best["bleu"]
+
+
+def test_tensorboard_has_losses_scores_samples_and_cross_attention(single_run):
+    model_dir, _, _ = single_run
+    train = helpers.event_values(os.path.join(model_dir, "train"))
+    assert {"loss", "nll_loss", "perplexity", "token_accuracy", "learning_rate",
+            "tokens_per_second", "gradient_norm"} <= set(train)
+    evaluation = helpers.event_values(os.path.join(model_dir, "eval"))
+    assert {"bleu", "bleu_lowercase", "chrf", "loss"} <= set(evaluation)
+    samples = evaluation["sample_translations"][-1][1]
+    assert samples.shape == (2,) and b"**reference:**" in samples[0]
+    heatmaps = [tag for tag in train if tag.startswith("cross_attention/")]
+    assert sorted(heatmaps) == ["cross_attention/sentence_0", "cross_attention/sentence_1"]
+
+
+def test_served_translations_score_the_logged_bleu(single_run, data):
+    """The export (the best checkpoint) translates the raw validation
+    sources in one batch; sacreBLEU against the raw references gives the
+    BLEU the trainer logged for that checkpoint, decoded in its own
+    batches from the records."""
+    model_dir, export_dir, _ = single_run
+    with open(os.path.join(model_dir, "best", "best.json"), encoding="utf-8") as file:
+        best = json.load(file)
+    served = tf.saved_model.load(os.path.join(export_dir, "1"))
+    outputs = served.signatures["serving_default"](inputs=tf.constant(data["val_sources"]))
+    translations = [text.decode("utf-8") for text in outputs["translations"].numpy()]
+    score = sacrebleu.corpus_bleu(translations, [data["val_references"]]).score
+    assert score == pytest.approx(best["bleu"], abs=1e-9)
+    assert outputs["scores"].shape == (EVAL_PAIRS,)
+
+
+def test_decoding_does_not_depend_on_the_batch(single_run, data):
+    model_dir, _, _ = single_run
+    record = json.load(open(os.path.join(model_dir, "serving.json"), encoding="utf-8"))
+    translation = translation_signatures(load_translation_model(model_dir), record)
+    source_ids = translation.source_ids(tf.constant(data["val_sources"])).numpy()
+    translator = Translator(translation)
+    together, _ = translator(source_ids)
+    for row in range(EVAL_PAIRS):
+        length = int(np.sum(source_ids[row] != 0))
+        alone, _ = translator(source_ids[row : row + 1, :length])
+        np.testing.assert_array_equal(alone[0], together[row], err_msg=f"sentence {row}")
+
+
+def test_export_holds_stock_ops_and_the_sentencepiece_op_only(single_run):
+    _, export_dir, _ = single_run
+    op_types = saved_op_types(os.path.join(export_dir, "1"))
+    assert {"While", "StatelessWhile"} & op_types  # decoding is in the graph
+    text_ops = {op for op in op_types if op.startswith("Sentencepiece")}
+    assert text_ops  # the tokenizer too
+    assert op_types - text_ops <= set(dir(tf.raw_ops)), sorted(op_types - set(dir(tf.raw_ops)))
+
+
+def test_export_runs_with_only_tensorflow_and_tensorflow_text(single_run, tmp_path):
+    _, export_dir, _ = single_run
+    version = os.path.join(export_dir, "1")
+    sentences = ["A dog runs.", "Two men are talking."]
+    results, modules = run_in_new_process(tmp_path, [
+        {"export_dir": version, "signature": "serving_default",
+         "inputs": {"inputs": ["string", sentences]}},
+    ])
+    assert not {"tfnlp", "trainer", "keras_hub"} & set(modules)
+    served = tf.saved_model.load(version).signatures["serving_default"](
+        inputs=tf.constant(sentences))
+    assert results[0]["translations"] == [
+        text.decode("utf-8") for text in served["translations"].numpy()]
+    output = saved_model_cli("run", "--dir", version, "--tag_set", "serve",
+                             "--signature_def", "translate_ids",
+                             "--input_exprs", "source_ids=[[5,6,7,3]]")
+    assert "Result for output key ids" in output and "Result for output key scores" in output
+
+
+def test_mirrored_strategy_matches_one_replica(single_run, data, tmp_path):
+    one, two = str(tmp_path / "one"), str(tmp_path / "two")
+    run(flags(data, one, train_steps=3))
+    output = run(flags(data, two, train_steps=3, strategy="mirrored"), logical_cpus=2)
+    assert "on 2 replica(s)" in output
+    for name in ("loss", "nll_loss", "gradient_norm", "target_tokens"):
+        np.testing.assert_allclose(
+            [record[name] for record in helpers.train_log(two)],
+            [record[name] for record in helpers.train_log(one)], rtol=2e-5, err_msg=name)
+
+
+def test_resumes_after_sigkill_like_an_uninterrupted_run(data, tmp_path):
+    killed, whole = str(tmp_path / "killed"), str(tmp_path / "whole")
+    settings = dict(train_steps=30, checkpoint_every_steps=4, log_every_steps=10)
+    arguments = flags(data, killed, **settings)
+    process = helpers.start(arguments, module="trainer.translate")
+    deadline = time.monotonic() + 180
+    while tf.train.latest_checkpoint(killed) is None and process.poll() is None:
+        assert time.monotonic() < deadline, "no checkpoint was written"
+        time.sleep(0.05)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    restored = int(tf.train.latest_checkpoint(killed).rsplit("-", 1)[1])
+    assert restored < 30, "the run ended before it could be killed; raise train_steps"
+    output = run(arguments)
+    assert f"resuming from step {restored}." in output
+    run(flags(data, whole, **settings))
+    resumed, uninterrupted = helpers.train_log(killed), helpers.train_log(whole)
+    assert resumed[-1]["step"] == 30
+    np.testing.assert_allclose(resumed[-1]["loss"], uninterrupted[-1]["loss"], rtol=1e-5)
+
+
+def test_average_checkpoints_averages_the_model_variables(single_run, tmp_path):
+    model_dir, _, _ = single_run
+    output = average_checkpoints.main([f"--model_dir={model_dir}", "--num_checkpoints=2",
+                                       f"--output={tmp_path / 'averaged'}"])
+    first, last = (helpers.checkpoint_values(os.path.join(model_dir, f"ckpt-{step}"))
+                   for step in (3, 6))
+    averaged = helpers.checkpoint_values(output)
+    assert set(averaged) == {name for name in last if name.startswith("model/")}
+    for name, value in averaged.items():
+        np.testing.assert_allclose(value, (first[name] + last[name]) / 2, rtol=1e-6,
+                                   err_msg=name)
+    assert any(not np.allclose(first[name], last[name]) for name in last
+               if name.startswith("model/"))
+    model = load_translation_model(model_dir, checkpoint=output)
+    assert model.count_params() > 0
+
+
+def test_a_missing_shard_glob_names_the_flag(data, tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "trainer.translate",
+         *flags(data, str(tmp_path / "run"), train_data=str(tmp_path / "none-*"))],
+        cwd=REPOSITORY, env=helpers.environment(), capture_output=True, text=True,
+        timeout=120)
+    assert result.returncode != 0
+    assert "--train_data" in result.stderr

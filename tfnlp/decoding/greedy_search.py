@@ -1,0 +1,84 @@
+"""Greedy search: the most probable token at every step."""
+
+import keras
+
+from tfnlp.decoding.constraints import check_non_negative_int
+from tfnlp.decoding.contract import Decoder
+from tfnlp.decoding.step import best_tokens, decode_one_per_row, sort_sequences
+
+
+@keras.saving.register_keras_serializable(package="tfnlp")
+class GreedySearch(Decoder):
+    """Greedy decoding: appends the most probable next token at every step.
+
+    Each example is extended by its most probable token (the lowest id on
+    ties) until it generates `end_id` or reaches its maximum length; the
+    model runs incrementally on its cache, in one `keras.ops.while_loop`
+    that compiles with XLA and exports to a SavedModel. See
+    `tfnlp.decoding.contract` for the step function and the result.
+
+    Args:
+        min_length: `end_id` is forbidden among the first `min_length`
+            generated tokens.
+        no_repeat_ngram_size: if > 0, a token that would repeat an n-gram of
+            this size (the start token included) is forbidden (Paulus et al.,
+            2017).
+
+    Call arguments:
+        step_fn: `step_fn(token_ids, cache, index) -> (logits, cache)`.
+        cache: the model's initial cache (nested tensors, batch first) or
+            `None`.
+        start_ids: int32 `(batch,)`.
+        end_id: Python int.
+        max_length: Python int, the static bound on generated tokens.
+        max_lengths: optional int32 `(batch,)` per-example bounds.
+
+    Returns:
+        A dict: `"ids"` int32 `(batch, 1, max_length)`, `"lengths"` int32
+        `(batch, 1)` (including `end_id`), `"scores"` float32 `(batch, 1)`
+        (the log-probability).
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> table = np.log(np.array([[0.1, 0.2, 0.7],   # after token 0
+    ...                          [0.3, 0.3, 0.4],   # after token 1
+    ...                          [0.6, 0.3, 0.1]],  # after token 2
+    ...                         "float32"))
+    >>> def step_fn(token_ids, cache, index):
+    ...     return ops.take(table, token_ids, axis=0), cache
+    >>> result = GreedySearch()(step_fn, None, start_ids=[0], end_id=1, max_length=4)
+    >>> ops.convert_to_numpy(result["ids"]).tolist()
+    [[[2, 0, 2, 0]]]
+    >>> decoder = GreedySearch(min_length=1)
+    >>> GreedySearch.from_config(decoder.get_config()).min_length
+    1
+
+    References:
+        - [Paulus et al., 2017. A Deep Reinforced Model for Abstractive
+          Summarization](https://arxiv.org/abs/1705.04304) (n-gram blocking)
+    """
+
+    def __init__(self, min_length=0, no_repeat_ngram_size=0):
+        check_non_negative_int("min_length", min_length)
+        check_non_negative_int("no_repeat_ngram_size", no_repeat_ngram_size)
+        self.min_length = min_length
+        self.no_repeat_ngram_size = no_repeat_ngram_size
+
+    def decode(self, step_fn, cache, start_ids, end_id, max_length, max_lengths):
+        ids, lengths, scores = decode_one_per_row(
+            step_fn,
+            cache,
+            start_ids,
+            end_id,
+            max_length,
+            max_lengths,
+            choose_tokens=lambda log_probs, index: best_tokens(log_probs),
+            min_length=self.min_length,
+            no_repeat_ngram_size=self.no_repeat_ngram_size,
+        )
+        return sort_sequences(ids, lengths, scores, 1)
+
+    def get_config(self):
+        return {"min_length": self.min_length, "no_repeat_ngram_size": self.no_repeat_ngram_size}

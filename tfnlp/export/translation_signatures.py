@@ -1,0 +1,93 @@
+"""The signatures of a translation SavedModel: text in, text out, and ids.
+
+| signature          | inputs                                   | outputs |
+|--------------------|------------------------------------------|---------|
+| `serving_default`  | `inputs`: string `[batch]` source sentences | `translations`: string `[batch]`; `scores`: float32 `[batch]` |
+| `translate_ids`    | `source_ids`: int32 `[batch, length]`, 0-padded, each ending with EOS (3) | `ids`: int32 `[batch, max_length]` (ending with EOS, 0-padded); `lengths`: int32 `[batch]`; `scores`: float32 `[batch]` |
+
+The text signature tokenizes with the SentencePiece model held in the graph
+(tensorflow-text's `SentencepieceOp`; no file is read at serving time),
+appends EOS, cuts sources to `max_length` ids, decodes with the decoder
+fixed at export (beam width, length penalty) and detokenizes. The score is
+the decoder's ranking score of the translation: its log-probability,
+length-normalised by the beam search's penalty. The ids signature uses
+stock TensorFlow ops only, so it runs where tensorflow-text is not
+installed (TensorFlow Serving).
+"""
+
+import tensorflow as tf
+
+from tfnlp.data.translation_schema import EOS_ID, PAD_ID
+
+TEXT_INPUT = "inputs"
+
+
+class TranslationSignatures(tf.Module):
+    """Text-in/text-out and ids-in/ids-out translation with one decoder.
+
+    Args:
+        model: a `tfnlp.models.TransformerSeq2Seq` (anything with its
+            `generate`).
+        tokenizer: the `tfnlp.text.SentencePieceTokenizer` of the model's
+            vocabulary.
+        decoder: the `tfnlp.decoding` decoder fixed in the export.
+        max_length: the most tokens generated (and source ids read).
+        max_length_a, max_length_b: at most `a * source_length + b` tokens
+            are generated per sentence.
+
+    Example:
+
+    >>> # See tests/export/test_translation_export.py: exporting needs a
+    >>> # trained SentencePiece model.
+    """
+
+    def __init__(self, model, tokenizer, decoder, max_length, max_length_a=1.5,
+                 max_length_b=10):
+        super().__init__()
+        self.model = model
+        self.tokenizer = tokenizer
+        self.decoder = decoder
+        self.max_length = max_length
+        self.max_length_a = max_length_a
+        self.max_length_b = max_length_b
+
+    def translate_ids(self, source_ids):
+        """`{"ids", "lengths", "scores"}` of the best translation per row."""
+        result = self.model.generate(source_ids, self.decoder, self.max_length,
+                                     self.max_length_a, self.max_length_b)
+        return {
+            "ids": tf.cast(result["ids"][:, 0, :], tf.int32),
+            "lengths": tf.cast(result["lengths"][:, 0], tf.int32),
+            "scores": tf.cast(result["scores"][:, 0], tf.float32),
+        }
+
+    def source_ids(self, text):
+        """Tokenized sources with EOS, cut to `max_length`, 0-padded."""
+        pieces = self.tokenizer.tokenize(text)[:, : self.max_length - 1]
+        eos = tf.fill([pieces.nrows(), 1], tf.constant(EOS_ID, pieces.dtype))
+        ids = tf.concat([pieces, eos], axis=1)
+        return tf.cast(ids.to_tensor(default_value=PAD_ID), tf.int32)
+
+    def translate_text(self, text):
+        """`{"translations", "scores"}` of a batch of source sentences."""
+        outputs = self.translate_ids(self.source_ids(text))
+        return {
+            "translations": self.tokenizer.detokenize(outputs["ids"]),
+            "scores": outputs["scores"],
+        }
+
+    def signatures(self, text_signatures=True):
+        """The concrete functions to save, by signature name."""
+        on_ids = tf.function(
+            lambda source_ids: self.translate_ids(source_ids),
+            input_signature=[tf.TensorSpec([None, None], tf.int32, name="source_ids")],
+        ).get_concrete_function()
+        functions = {"translate_ids": on_ids}
+        if text_signatures:
+            functions["serving_default"] = tf.function(
+                lambda inputs: self.translate_text(inputs),
+                input_signature=[tf.TensorSpec([None], tf.string, name=TEXT_INPUT)],
+            ).get_concrete_function()
+        else:
+            functions["serving_default"] = on_ids
+        return functions

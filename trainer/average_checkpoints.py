@@ -1,0 +1,138 @@
+"""Averages the model weights of the last N checkpoints of a run.
+
+    python -m trainer.average_checkpoints --model_dir=RUN --num_checkpoints=5 \\
+        [--output=RUN/averaged/ckpt-STEP]
+
+Averaging the weights of the last checkpoints of a training run usually
+gives a better model than the last one alone (Vaswani et al. average the
+last 5 or 20 checkpoints; fairseq's `average_checkpoints.py`). The output is
+a TensorFlow checkpoint with the object graph of the run's latest one,
+holding its model variables (every saved tensor under `model/`), each the
+element-wise mean over the checkpoints, and the latest step. The optimizer
+slots and the input iterator are left out (averaging them means nothing,
+and the iterator's state cannot be copied), so the averaged checkpoint is
+for evaluating and exporting, not for resuming: anything that restores the
+model alone (`tf.train.Checkpoint(model=...).read(path).expect_partial()`)
+reads it, for example `python -m trainer.export
+--checkpoint=RUN/averaged/ckpt-STEP`.
+
+The checkpoints are those that `model_dir/checkpoint` lists (the ones the
+trainer kept: `--keep_checkpoints`), newest last.
+"""
+
+import argparse
+import logging
+import os
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+LOGGER = logging.getLogger("trainer.average_checkpoints")
+
+OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
+MODEL_PREFIX = "model/"
+STEP_PREFIX = "step/"
+
+
+def checkpoint_paths(model_dir, num_checkpoints):
+    """The last `num_checkpoints` checkpoint prefixes of `model_dir`, oldest first."""
+    state = tf.train.get_checkpoint_state(model_dir)
+    if state is None or not state.all_model_checkpoint_paths:
+        raise FileNotFoundError(
+            f"No checkpoint in {model_dir} (no 'checkpoint' file listing ckpt-N). Pass "
+            "the --model_dir of a training run that has saved checkpoints."
+        )
+    paths = list(state.all_model_checkpoint_paths)
+    if len(paths) < num_checkpoints:
+        raise ValueError(
+            f"--num_checkpoints={num_checkpoints} but {model_dir} keeps only "
+            f"{len(paths)}: {', '.join(os.path.basename(p) for p in paths)}. Ask for at "
+            "most that many, or train with a larger --keep_checkpoints."
+        )
+    return [path if os.path.isabs(path) else os.path.join(model_dir, path)
+            for path in paths[-num_checkpoints:]]
+
+
+def average_checkpoints(paths, output):
+    """Writes the checkpoint `output` whose model tensors are the mean of
+    those in `paths` (with the last one's object graph and step); returns
+    `output`.
+
+    Args:
+        paths: checkpoint prefixes, the last one the base of the output.
+        output: the prefix of the averaged checkpoint.
+
+    Example:
+
+    >>> import tempfile, os
+    >>> directory = tempfile.mkdtemp()
+    >>> weights = tf.Variable([0.0, 2.0])
+    >>> checkpoint = tf.train.Checkpoint(model=tf.train.Checkpoint(w=weights))
+    >>> first = checkpoint.write(os.path.join(directory, "ckpt-1"))
+    >>> _ = weights.assign([2.0, 4.0])
+    >>> second = checkpoint.write(os.path.join(directory, "ckpt-2"))
+    >>> averaged = average_checkpoints([first, second], os.path.join(directory, "avg"))
+    >>> _ = checkpoint.read(averaged)
+    >>> weights.numpy().tolist()
+    [1.0, 3.0]
+
+    References:
+        - [Vaswani et al., 2017. Attention Is All You Need, section 6.1](
+          https://arxiv.org/abs/1706.03762)
+    """
+    readers = [tf.train.load_checkpoint(path) for path in paths]
+    dtypes = readers[-1].get_variable_to_dtype_map()
+    for path, reader in zip(paths, readers):
+        if set(reader.get_variable_to_dtype_map()) != set(dtypes):
+            raise ValueError(
+                f"{path} does not hold the same variables as {paths[-1]}: the "
+                "checkpoints come from different models. Average checkpoints of one run."
+            )
+    names, tensors = [], []
+    kept = [name for name in sorted(dtypes)
+            if name.startswith((MODEL_PREFIX, STEP_PREFIX)) or name == OBJECT_GRAPH_KEY]
+    for name in kept:
+        value = readers[-1].get_tensor(name)
+        if name.startswith(MODEL_PREFIX) and dtypes[name].is_floating:
+            value = np.mean([reader.get_tensor(name).astype(np.float64)
+                             for reader in readers], axis=0).astype(value.dtype)
+        names.append(name)
+        tensors.append(tf.constant(value, dtype=dtypes[name]))
+    tf.io.gfile.makedirs(os.path.dirname(output) or ".")
+    tf.raw_ops.SaveV2(prefix=output, tensor_names=names,
+                      shape_and_slices=[""] * len(names), tensors=tensors)
+    return output
+
+
+def parse_flags(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python -m trainer.average_checkpoints",
+        description="Averages the model weights of the last N checkpoints of a run.",
+        allow_abbrev=False,
+    )
+    parser.add_argument("--model_dir", required=True, help="The training run's directory.")
+    parser.add_argument("--num_checkpoints", type=int, default=5)
+    parser.add_argument("--output", default="",
+                        help="The averaged checkpoint's prefix (default: "
+                             "MODEL_DIR/averaged/ckpt-STEP, STEP the latest's).")
+    flags = parser.parse_args(argv)
+    if flags.num_checkpoints < 1:
+        parser.error(f"--num_checkpoints must be at least 1, got {flags.num_checkpoints}.")
+    return flags
+
+
+def main(argv=None):
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    flags = parse_flags(argv)
+    paths = checkpoint_paths(flags.model_dir, flags.num_checkpoints)
+    output = flags.output or os.path.join(
+        flags.model_dir, "averaged", os.path.basename(paths[-1]))
+    average_checkpoints(paths, output)
+    LOGGER.info("Averaged %s into %s.", ", ".join(os.path.basename(p) for p in paths), output)
+    return output
+
+
+if __name__ == "__main__":
+    main()

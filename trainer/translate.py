@@ -1,0 +1,267 @@
+"""Transformer translation training on `tf.distribute`.
+
+    python -m trainer.translate --train_data='DATA/translation-*' \\
+        --eval_data='VAL/translation-*' --model_dir=RUN --config=tiny \\
+        --train_steps=20000 [--max_tokens_per_batch=4096] [--label_smoothing=0.1]
+
+reads the shards of `python -m pipelines.translation_data` with
+`tfnlp.data.translation_dataset` (batches of about `--max_tokens_per_batch`
+tokens, bucketed by length), trains `tfnlp.models.TransformerSeq2Seq` with
+the shared loop of `trainer.training_loop` (the label-smoothed
+cross-entropy per target token of the global batch: `trainer.tasks.
+TranslationTask`), and writes into `--model_dir`:
+
+- `ckpt-STEP.*` checkpoints (model, optimizer, step and, on one device, the
+  input iterator's position); a run started again with the same command
+  resumes from the latest one.
+- `train/` and `eval/` TensorBoard logs: loss, NLL, perplexity, token
+  accuracy, learning rate, gradient norm, tokens/s; validation loss, BLEU,
+  lower-cased BLEU and chrF; sample translations of the first validation
+  sentences (text plugin) and their cross-attention (last decoder layer,
+  averaged over heads: images).
+- `train_log.jsonl`, `eval_log.jsonl`; `config.json` (the model's config)
+  and `serving.json` (the SentencePiece model and decoding settings for
+  `trainer.export`).
+- `best/`: the checkpoint of the best validation BLEU so far and
+  `best/best.json` (its step and scores).
+- with `--export_dir`, the next version `EXPORT_DIR/<N>/` of a
+  text-in/text-out SavedModel of the best checkpoint (or the last model
+  without evaluation).
+
+Replicas. Each input pipeline reads batches of its share of the token
+budget and splits every batch row-wise over its replicas (padding it with
+empty rows, which count for nothing, to a multiple of them), so the global
+batch of R replicas is the batch one replica would see and the loss is the
+same.
+"""
+
+import logging
+import os
+import sys
+
+import tensorflow as tf
+
+from tfnlp.data import translation_dataset
+from tfnlp.data.translation_schema import INPUTS
+from tfnlp.models.seq2seq import PRESETS, TransformerSeq2Seq
+from tfnlp.text import SentencePieceTokenizer
+from trainer import optimization, runtime, summaries
+from trainer.checkpoints import Checkpoints, latest_step
+from trainer.run_files import CONFIG_FILE, read_json, write_json, write_serving_record
+from trainer.tasks.translation import TranslationTask
+from trainer.training_loop import LoopSchedule, TrainingLoop, evaluate, train
+from trainer.translate_flags import parse_flags
+from trainer.translation_eval import TranslationEvaluator, Translator
+from trainer.translation_models import (
+    export_translation_model,
+    serving_record,
+    translation_signatures,
+)
+
+LOGGER = logging.getLogger("trainer.translate")
+
+SENTENCEPIECE_MODEL = "sentencepiece.model"
+
+
+def match_files(patterns, flag):
+    """The sorted files of comma-separated globs; FileNotFoundError if none."""
+    files = sorted({path for pattern in patterns.split(",") if pattern
+                    for path in tf.io.gfile.glob(pattern)})
+    if not files:
+        raise FileNotFoundError(
+            f"No file matches {flag}={patterns!r}. Pass comma-separated globs of the "
+            "shards that `python -m pipelines.translation_data` wrote "
+            "(DIR/translation-*)."
+        )
+    return files
+
+
+def find_vocab_file(flags, train_files):
+    """`--vocab_file`, or the pipeline's model beside the first shard."""
+    path = flags.vocab_file or os.path.join(os.path.dirname(train_files[0]),
+                                            SENTENCEPIECE_MODEL)
+    if not tf.io.gfile.exists(path):
+        raise FileNotFoundError(
+            f"No SentencePiece model at {path}. Pass --vocab_file=PATH, the joint model "
+            "that `python -m pipelines.translation_data --shared_vocab` wrote."
+        )
+    return path
+
+
+def split_over_replicas(batch, replicas):
+    """The rows of a batch in `replicas` equal parts (empty rows added)."""
+    size = tf.shape(batch[INPUTS])[0]
+    padded = -(-size // replicas) * replicas
+
+    def parts(tensor):
+        tensor = tf.pad(tensor, [[0, padded - size], [0, 0]])
+        return tf.reshape(tensor, [replicas, padded // replicas, tf.shape(tensor)[1]])
+
+    return tf.data.Dataset.from_tensor_slices({name: parts(batch[name]) for name in batch})
+
+
+def dataset_function(files, flags, training, seed=None):
+    """The `distribute_datasets_from_function` input function."""
+
+    def dataset_fn(input_context):
+        replicas = input_context.num_replicas_in_sync // input_context.num_input_pipelines
+        dataset = translation_dataset(
+            files,
+            max_tokens_per_batch=flags.max_tokens_per_batch // input_context.num_input_pipelines,
+            max_length=flags.max_length,
+            evaluation=not training,
+            shuffle=training,
+            shuffle_buffer=flags.shuffle_buffer,
+            seed=flags.seed if seed is None else seed,
+            repeat=training,
+            input_context=input_context,
+        )
+        if replicas > 1:
+            dataset = dataset.flat_map(lambda batch: split_over_replicas(batch, replicas))
+        return dataset
+
+    return dataset_fn
+
+
+def build_model(flags, vocabulary_size):
+    """The `TransformerSeq2Seq` of `--config` (a preset or a JSON file of
+    constructor arguments) with the model flags."""
+    arguments = dict(
+        vocabulary_size=vocabulary_size,
+        dropout=flags.dropout,
+        norm_first=flags.norm_first,
+        position_encoding=flags.position_encoding,
+        max_sequence_length=max(flags.max_length, 256),
+    )
+    if flags.config in PRESETS:
+        return TransformerSeq2Seq.from_preset(flags.config, **arguments)
+    sizes = read_json(flags.config)
+    if not isinstance(sizes, dict):
+        raise FileNotFoundError(
+            f"--config={flags.config!r} is neither a preset ({', '.join(sorted(PRESETS))}) "
+            "nor a JSON file of TransformerSeq2Seq arguments such as "
+            '{"num_encoder_layers": 2, "hidden_dim": 64, ...}.'
+        )
+    return TransformerSeq2Seq(**{**sizes, **arguments})
+
+
+def _hparams(flags, model, strategy):
+    values = {f"model/{name}": value for name, value in model.get_config().items()
+              if isinstance(value, (bool, int, float, str))}
+    for name in ("max_tokens_per_batch", "train_steps", "learning_rate", "warmup_steps",
+                 "learning_rate_schedule", "label_smoothing", "optimizer", "weight_decay",
+                 "clip_norm", "gradient_accumulation_steps", "max_length", "strategy",
+                 "mixed_precision", "jit_compile", "seed", "beam_size"):
+        values[name] = getattr(flags, name)
+    values["replicas"] = strategy.num_replicas_in_sync
+    return values
+
+
+def _count_batches(files, flags):
+    return sum(1 for _ in translation_dataset(
+        files, flags.max_tokens_per_batch, max_length=flags.max_length, evaluation=True))
+
+
+def run(flags):
+    """Trains as the flags say; returns the final step's loss."""
+    run = runtime.start_run(flags.model_dir, flags.strategy, flags.tpu,
+                            flags.mixed_precision, flags.seed)
+    train_files = match_files(flags.train_data, "--train_data")
+    eval_files = match_files(flags.eval_data, "--eval_data") if flags.eval_data else []
+    vocab_file = find_vocab_file(flags, train_files)
+    tokenizer = SentencePieceTokenizer(model_file=vocab_file)
+    strategy = run.strategy
+    with strategy.scope():
+        model = build_model(flags, tokenizer.vocabulary_size)
+        optimizer = optimization.create_optimizer(
+            flags.optimizer,
+            learning_rate=flags.learning_rate,
+            train_steps=flags.train_steps,
+            warmup_steps=flags.warmup_steps,
+            weight_decay=flags.weight_decay,
+            model=model,
+            mixed_precision=flags.mixed_precision,
+            beta_2=flags.adam_beta_2,
+            epsilon=1e-9,
+            schedule=flags.learning_rate_schedule,
+        )
+        optimizer.build(model.trainable_variables)
+        step = tf.Variable(
+            0, dtype=tf.int64, trainable=False, name="step",
+            aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+        )
+    if run.chief:
+        write_json(os.path.join(flags.model_dir, CONFIG_FILE), model.get_config())
+        write_serving_record(flags.model_dir, serving_record(flags, vocab_file))
+    LOGGER.info("Translation training with %s on %d replica(s): %s (%d parameters)",
+                type(strategy).__name__, run.replicas, flags.config, model.count_params())
+
+    task = TranslationTask(model, label_smoothing=flags.label_smoothing)
+    saved_iterator = run.replicas == 1 and flags.strategy == "default"
+    data_seed = flags.seed if saved_iterator else flags.seed + latest_step(flags.model_dir)
+    train_iterator = iter(strategy.distribute_datasets_from_function(
+        dataset_function(train_files, flags, training=True, seed=data_seed)))
+    loop = TrainingLoop(
+        strategy, task, optimizer,
+        gradient_accumulation_steps=flags.gradient_accumulation_steps,
+        clip_norm=flags.clip_norm, jit_compile=flags.jit_compile,
+    )
+    tracked = dict(model=model, optimizer=optimizer, step=step)
+    if saved_iterator:
+        tracked["train_iterator"] = train_iterator
+    checkpoint = tf.train.Checkpoint(**tracked)
+    checkpoints = Checkpoints(checkpoint, flags.model_dir, step, keep=flags.keep_checkpoints,
+                              chief=run.chief, task_id=run.task_id)
+    current_step = checkpoints.restore_latest()
+
+    logs = summaries.RunLogs(flags.model_dir, run.chief, flags.profile_steps)
+    logs.writers.hparams(_hparams(flags, model, strategy))
+    record = serving_record(flags, vocab_file)
+    translator = Translator(translation_signatures(model, record))
+    evaluator = scorer = None
+    if eval_files:
+        eval_dataset = strategy.distribute_datasets_from_function(
+            dataset_function(eval_files, flags, training=False))
+        eval_steps = _count_batches(eval_files, flags)
+        scorer = TranslationEvaluator(translator, tokenizer, eval_files, flags.model_dir,
+                                      flags.sample_sentences, chief=run.chief)
+        best_model = tf.train.Checkpoint(model=model)
+
+        def evaluator():
+            values = evaluate(loop, iter(eval_dataset), eval_steps)
+            values.update(scorer(int(step.numpy()), logs.writers, best_model))
+            return values
+
+    schedule = LoopSchedule(
+        train_steps=flags.train_steps,
+        log_every_steps=flags.log_every_steps,
+        checkpoint_every_steps=flags.checkpoint_every_steps,
+        eval_every_steps=flags.eval_every_steps,
+    )
+    try:
+        loss = train(loop, train_iterator, checkpoints, logs, schedule,
+                     optimization.learning_rate_schedule(optimizer), current_step,
+                     evaluator=evaluator)
+        if flags.export_dir:
+            if scorer is not None and scorer.best:
+                best_model.read(os.path.join(scorer.best_path, scorer.best["checkpoint"])
+                                ).expect_partial()
+            runtime.export_at_end(run, export_translation_model, model, flags.export_dir,
+                                  record=record)
+    finally:
+        logs.close()
+        checkpoints.close()
+    LOGGER.info("Training finished at step %d.", flags.train_steps)
+    return loss
+
+
+def main(argv=None):
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    return run(parse_flags(argv))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""The command line of `python -m trainer.translate`."""
+
+import argparse
+
+from tfnlp.command_line import add_boolean_flag
+from tfnlp.models.seq2seq import PRESETS
+from trainer.optimization import OPTIMIZERS, SCHEDULES
+from trainer.run_flags import add_distribution_flags, check_counts
+
+LENGTH_PENALTIES = ("gnmt", "average", "none")
+
+
+def add_decoding_flags(group):
+    """The decoding flags shared by evaluation, export and `translate_text`."""
+    group.add_argument("--beam_size", type=int, default=4,
+                       help="Beam width; 1 decodes greedily.")
+    group.add_argument("--length_penalty", choices=LENGTH_PENALTIES, default="gnmt",
+                       help="Beam scores: gnmt divides the log-probability by "
+                            "((5+length)/6)^alpha, average by length^alpha.")
+    group.add_argument("--length_penalty_alpha", type=float, default=0.6)
+    group.add_argument("--max_length_a", type=float, default=1.5,
+                       help="Generate at most a * source_length + b tokens.")
+    group.add_argument("--max_length_b", type=int, default=10)
+
+
+def translation_parser():
+    """The `argparse` parser of the translation trainer's flags."""
+    parser = argparse.ArgumentParser(
+        prog="python -m trainer.translate",
+        description="Trains a Transformer translation model on tf.distribute.",
+        allow_abbrev=False,
+    )
+    data = parser.add_argument_group("data")
+    data.add_argument("--train_data", required=True,
+                      help="Comma-separated globs of the training shards of "
+                           "python -m pipelines.translation_data.")
+    data.add_argument("--eval_data", default="",
+                      help="Comma-separated globs of the validation shards; decoded and "
+                           "scored with BLEU and chrF at every evaluation.")
+    data.add_argument("--vocab_file", default="",
+                      help="The job's SentencePiece model (default: sentencepiece.model "
+                           "beside the first training shard).")
+    data.add_argument("--max_tokens_per_batch", type=int, default=4096,
+                      help="Tokens (padded, the longer side) per global batch.")
+    data.add_argument("--max_length", type=int, default=128,
+                      help="The longest source or target sequence, in subword ids.")
+    data.add_argument("--shuffle_buffer", type=int, default=100_000)
+    data.add_argument("--seed", type=int, default=0,
+                      help="Seeds the initial weights, dropout and the data order.")
+
+    model = parser.add_argument_group("model")
+    model.add_argument("--model_dir", required=True,
+                       help="Checkpoints, TensorBoard logs and train_log.jsonl.")
+    model.add_argument("--config", default="tiny",
+                       help=f"A TransformerSeq2Seq preset ({', '.join(sorted(PRESETS))}) or a "
+                            "JSON file of its constructor arguments (sizes); the flags "
+                            "below override it.")
+    model.add_argument("--dropout", type=float, default=0.3,
+                       help="Dropout of embeddings, attention and sublayers.")
+    add_boolean_flag(model, "norm_first", False, "Pre-LN blocks instead of post-LN.")
+    model.add_argument("--position_encoding", choices=("sinusoidal", "learned"),
+                       default="sinusoidal")
+
+    training = parser.add_argument_group("training")
+    training.add_argument("--train_steps", type=int, required=True)
+    training.add_argument("--label_smoothing", type=float, default=0.1)
+    training.add_argument("--learning_rate", type=float, default=1e-3,
+                          help="The peak learning rate (after the warmup).")
+    training.add_argument("--learning_rate_schedule", choices=SCHEDULES,
+                          default="inverse_sqrt")
+    training.add_argument("--warmup_steps", type=int, default=4000)
+    training.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw")
+    training.add_argument("--adam_beta_2", type=float, default=0.98)
+    training.add_argument("--weight_decay", type=float, default=0.0001)
+    training.add_argument("--clip_norm", type=float, default=0.0,
+                          help="Clip the gradient to this global norm; 0 for none.")
+    training.add_argument("--gradient_accumulation_steps", type=int, default=1,
+                          help="Split each replica's batch into this many micro-batches.")
+    add_distribution_flags(training)
+
+    outputs = parser.add_argument_group("checkpoints, evaluation, logs and export")
+    outputs.add_argument("--checkpoint_every_steps", type=int, default=1000)
+    outputs.add_argument("--keep_checkpoints", type=int, default=5)
+    outputs.add_argument("--log_every_steps", type=int, default=100,
+                         help="Steps between TensorBoard scalars and log lines.")
+    outputs.add_argument("--eval_every_steps", type=int, default=1000,
+                         help="Steps between evaluations (0: only at the end).")
+    outputs.add_argument("--sample_sentences", type=int, default=3,
+                         help="Validation sentences whose translations and "
+                              "cross-attention are logged at each evaluation.")
+    outputs.add_argument("--profile_steps", default="",
+                         help="'START,END': trace these steps with the TF profiler.")
+    outputs.add_argument("--export_dir", default="",
+                         help="Write the model (the best checkpoint by validation BLEU "
+                              "when there is one) as a text-in/text-out SavedModel here.")
+    decoding = parser.add_argument_group("decoding (evaluation and export)")
+    add_decoding_flags(decoding)
+    return parser
+
+
+def parse_flags(argv=None):
+    """Parses and checks the flags; exits with a usage message on errors."""
+    parser = translation_parser()
+    flags = parser.parse_args(argv)
+    check_counts(
+        parser, flags,
+        positive=("train_steps", "max_tokens_per_batch", "max_length", "beam_size",
+                  "gradient_accumulation_steps", "keep_checkpoints", "log_every_steps"),
+        non_negative=("warmup_steps", "checkpoint_every_steps", "eval_every_steps",
+                      "sample_sentences", "max_length_b"),
+    )
+    if flags.learning_rate <= 0:
+        parser.error(f"--learning_rate must be positive, got {flags.learning_rate}.")
+    if not 0 <= flags.label_smoothing < 1:
+        parser.error(f"--label_smoothing must be in [0, 1), got {flags.label_smoothing}.")
+    if flags.max_tokens_per_batch < flags.max_length:
+        parser.error(
+            f"--max_tokens_per_batch ({flags.max_tokens_per_batch}) must be at least "
+            f"--max_length ({flags.max_length}), so that the longest pair fits a batch."
+        )
+    return flags

@@ -1,0 +1,101 @@
+"""The translation models of training runs: build, load, decode and export.
+
+Used by `trainer.translate` (training), `trainer.export` (a translation
+run's `--model_dir`) and `trainer.translate_text` (translating a file).
+A run's `config.json` holds the `TransformerSeq2Seq` config and its
+`serving.json` the SentencePiece model and the decoding settings
+(`serving_record`).
+"""
+
+import os
+
+import tensorflow as tf
+
+from tfnlp import decoding
+from tfnlp.export.saved_model import write_next_version
+from tfnlp.export.translation_signatures import TranslationSignatures
+from tfnlp.models.seq2seq import TransformerSeq2Seq
+from tfnlp.text import SentencePieceTokenizer
+from trainer import run_files
+from trainer.checkpoints import find_checkpoint
+
+# The decoding settings of a serving record, with their command-line flags.
+DECODING_SETTINGS = ("beam_size", "length_penalty", "length_penalty_alpha",
+                     "max_length_a", "max_length_b")
+BEST_DIRECTORY = "best"
+BEST_FILE = "best.json"
+
+
+def make_decoder(beam_size, length_penalty="gnmt", length_penalty_alpha=0.6):
+    """The decoder of the decoding flags: greedy search for a beam of 1."""
+    if beam_size == 1:
+        return decoding.GreedySearch()
+    return decoding.BeamSearch(beam_size=beam_size, length_penalty=length_penalty,
+                               alpha=length_penalty_alpha)
+
+
+def serving_record(flags, vocab_file):
+    """What export and translation need besides the checkpoints."""
+    record = {"model": "translation", "vocab_file": os.path.abspath(vocab_file),
+              "max_length": flags.max_length}
+    record.update({name: getattr(flags, name) for name in DECODING_SETTINGS})
+    return record
+
+
+def translation_signatures(model, record):
+    """The `TranslationSignatures` of a model and a serving record."""
+    return TranslationSignatures(
+        model,
+        SentencePieceTokenizer(model_file=record["vocab_file"]),
+        make_decoder(record["beam_size"], record["length_penalty"],
+                     record["length_penalty_alpha"]),
+        max_length=record["max_length"],
+        max_length_a=record["max_length_a"],
+        max_length_b=record["max_length_b"],
+    )
+
+
+def export_translation_model(model, export_dir, record, text_signatures=True):
+    """Exports `model` as the next version of `export_dir`; returns its path.
+
+    Args:
+        model: the trained `TransformerSeq2Seq`.
+        export_dir: the base directory of the versioned exports.
+        record: the run's serving record (vocabulary, decoding settings).
+        text_signatures: include `serving_default` on text (it needs the
+            tensorflow-text ops to load); otherwise `serving_default` is
+            `translate_ids`.
+    """
+    translation = translation_signatures(model, record)
+    signatures = translation.signatures(text_signatures)
+    assets = {"tokenizer": translation.tokenizer.resource} if text_signatures else {}
+    return write_next_version(export_dir, signatures, assets)
+
+
+def best_checkpoint(model_dir):
+    """The checkpoint of the best validation BLEU of a run, or None."""
+    best = run_files.read_json(os.path.join(model_dir, BEST_DIRECTORY, BEST_FILE), {})
+    if not best:
+        return None
+    return os.path.join(model_dir, BEST_DIRECTORY, best["checkpoint"])
+
+
+def load_translation_model(model_dir, checkpoint=""):
+    """The `TransformerSeq2Seq` of a run with its trained weights.
+
+    Args:
+        model_dir: a `trainer.translate` run.
+        checkpoint: a checkpoint prefix; by default the best one by
+            validation BLEU (`best/`), else the latest.
+    """
+    config = run_files.read_json(os.path.join(model_dir, run_files.CONFIG_FILE))
+    if config is None:
+        raise FileNotFoundError(
+            f"{model_dir} has no {run_files.CONFIG_FILE}: it is not the model_dir of a "
+            "`python -m trainer.translate` run."
+        )
+    model = TransformerSeq2Seq.from_config(config)
+    path = checkpoint or best_checkpoint(model_dir) or find_checkpoint(
+        model_dir, "--model_dir")
+    tf.train.Checkpoint(model=model).read(path).expect_partial()
+    return model
