@@ -1,265 +1,270 @@
-"""A small German→English Transformer made of tfnlp.layers, on Multi30k.
+"""English→German translation on Multi30k through the product path.
 
-The path so far: `pipelines.wordpiece_vocab` (Beam) learns a WordPiece
-vocabulary for each language from the training text, `tfnlp.text.BertTokenizer`
-tokenizes inside `tf.data`, and a Transformer built from `tfnlp.layers` is
-trained, decoded with its key/value cache and scored with sacreBLEU.
+Each stage is the product's own entry point, run in this process with the
+arguments its command line would take:
+
+1. `pipelines.translation_data` (Beam) learns one SentencePiece model for
+   both languages (`--shared_vocab`) from the training slice and writes it
+   as subword-id records; the validation slice is tokenized with that model;
+2. `trainer.translate` trains a `tfnlp.models.TransformerSeq2Seq`, evaluates
+   it on the validation records (BLEU, chrF) and exports the best checkpoint
+   as a text-in/text-out SavedModel (`--export_dir`);
+3. the exported SavedModel's `serving_default` translates the raw validation
+   sentences; sacreBLEU scores them (cased, detokenized, 13a) against the raw
+   references, and one sentence's cross-attention shows which source piece
+   each generated piece attended to.
 """
 
+import json
 import os
-import warnings
+import shutil
+import time
 
-import keras
 import numpy as np
 import sacrebleu
 import tensorflow as tf
-from keras import ops
 
-from pipelines import wordpiece_vocab
-from tfnlp import layers
-from tfnlp.text import BertTokenizer
+from pipelines import translation_data
+from tfnlp.export.versions import latest_version, version_dir
+from tfnlp.models import decoder_inputs
+from tfnlp.models.seq2seq import DECODER_TOKEN_IDS, ENCODER_TOKEN_IDS
+from tfnlp.text import SentencePieceTokenizer
+from trainer import translate
+from trainer.run_files import CONFIG_FILE, read_json
+from trainer.translation_models import load_translation_model
 
-MAX_LENGTH = 32
+SOURCE, TARGET = "en", "de"
+# The demo's model: the "tiny" preset's width with half its layers, so that
+# a few hundred steps train in minutes on two CPU cores.
+DEMO_MODEL = {"num_encoder_layers": 2, "num_decoder_layers": 2, "hidden_dim": 128,
+              "num_heads": 4, "intermediate_dim": 256}
+# The stages' directories under --output_dir; each run starts them afresh.
+STAGE_DIRECTORIES = ("data", "run", "export")
+TRANSLATION_BATCH_SIZE = 64
 
 
 def read_lines(path, count):
+    """The first `count` lines of a Multi30k file, without their newlines."""
     if not os.path.exists(path):
         raise FileNotFoundError(
             f"{path} is missing. The demo reads the Multi30k files of the "
             "shared data folder; pass --data_dir=DIR where DIR/mt/ holds "
             "train.de, train.en, val.de and val.en."
         )
-    with open(path, encoding="utf-8") as file:
+    with open(path, encoding="utf-8", newline="") as file:
         return [line.rstrip("\n") for _, line in zip(range(count), file)]
 
 
 def load_multi30k(data_dir, train_pairs, eval_pairs):
-    """`{"train": (german, english), "val": (german, english)}` lines."""
+    """`{"train": (english, german), "val": (english, german)}` lines: the
+    first `train_pairs` training and `eval_pairs` validation pairs."""
     counts = {"train": train_pairs, "val": eval_pairs}
     return {
         split: tuple(
             read_lines(os.path.join(data_dir, "mt", f"{split}.{language}"), counts[split])
-            for language in ("de", "en")
+            for language in (SOURCE, TARGET)
         )
         for split in ("train", "val")
     }
 
 
-def learn_vocabularies(train_lines, output_dir, vocab_size):
-    """Runs the Beam vocabulary job on each language's training sentences
-    (written to `output_dir/train.{de,en}`, the pairs the model sees)."""
-    tokenizers = {}
-    for language, lines in zip(("de", "en"), train_lines):
-        text_file = os.path.join(output_dir, f"train.{language}")
-        with open(text_file, "w", encoding="utf-8") as file:
-            file.write("\n".join(lines) + "\n")
-        vocab_file = os.path.join(output_dir, f"vocab.{language}.txt")
-        stats = wordpiece_vocab.main([
-            f"--input_file={text_file}",
-            f"--output_file={vocab_file}",
-            f"--vocab_size={vocab_size}",
-        ])
-        print(f"WordPiece vocabulary ({language}): {stats['vocabulary_size']} tokens from "
-              f"{stats['input']['lines_used']} lines, [UNK] share {stats['unk_share']:.4%}")
-        tokenizers[language] = BertTokenizer(vocab_file, lower_case=True)
-    return tokenizers
+def write_lines(path, lines):
+    with open(path, "w", encoding="utf-8", newline="") as file:
+        file.write("".join(line + "\n" for line in lines))
+    return path
 
 
-def encode(tokenizer, lines, add_start):
-    """Token ids, cut to fit, with [SEP] as the end (and [CLS] as the start)."""
-    ids = tokenizer.tokenize(tf.constant(lines))[:, : MAX_LENGTH - 2]
-    parts = [ids, tf.fill([ids.nrows(), 1], tf.constant(tokenizer.sep_id, tf.int64))]
-    if add_start:
-        parts.insert(0, tf.fill([ids.nrows(), 1], tf.constant(tokenizer.cls_id, tf.int64)))
-    ids = tf.concat(parts, axis=1)
-    length = MAX_LENGTH + (1 if add_start else 0)
-    return ids.to_tensor(default_value=0, shape=[None, length]).numpy().astype("int32")
+def prepare_data(data, data_dir, vocab_size):
+    """Runs `pipelines.translation_data` on the training slice (learning the
+    joint SentencePiece model) and on the validation slice (with that model).
 
-
-def until_end(ids, end_id):
-    """The generated ids before the first `end_id`."""
-    ids = list(ids)
-    return ids[: ids.index(end_id)] if end_id in ids else ids
-
-
-def decode(tokenizer, ids):
-    """Text of generated ids, stopping at the first [SEP]."""
-    ids = [until_end(row, tokenizer.sep_id) for row in ids]
-    return [text.decode("utf-8")
-            for text in tokenizer.detokenize(tf.ragged.constant(ids, dtype=tf.int64)).numpy()]
-
-
-def normalized(tokenizer, lines):
-    """References in the tokenizer's normal form (lower-cased, split)."""
-    return [text.decode("utf-8")
-            for text in tokenizer.detokenize(tokenizer.tokenize(tf.constant(lines))).numpy()]
-
-
-@keras.saving.register_keras_serializable(package="tfnlp_demo")
-class Translator(keras.Model):
-    """Encoder-decoder Transformer: tfnlp blocks, sinusoidal positions."""
-
-    def __init__(self, source_vocabulary_size, target_vocabulary_size,
-                 hidden_dim=64, num_layers=2, num_heads=4, **kwargs):
-        super().__init__(**kwargs)
-        self.source_vocabulary_size = source_vocabulary_size
-        self.target_vocabulary_size = target_vocabulary_size
-        self.hidden_dim = hidden_dim
-        self.num_layers = num_layers
-        self.num_heads = num_heads
-        self.source_embedding = keras.layers.Embedding(source_vocabulary_size, hidden_dim)
-        self.target_embedding = keras.layers.Embedding(target_vocabulary_size, hidden_dim)
-        self.positions = layers.SinusoidalPositionEncoding()
-        self.encoder_blocks = [
-            layers.TransformerEncoderBlock(num_heads, 4 * hidden_dim, dropout=0.1)
-            for _ in range(num_layers)
-        ]
-        self.decoder_blocks = [
-            layers.TransformerDecoderBlock(num_heads, 4 * hidden_dim, dropout=0.1)
-            for _ in range(num_layers)
-        ]
-        self.output_projection = keras.layers.Dense(target_vocabulary_size)
-
-    def embed(self, embedding, ids, start_index=0):
-        x = embedding(ids) * np.sqrt(self.hidden_dim).astype("float32")
-        return x + self.positions(x, start_index=start_index)
-
-    def encode(self, source_ids, training=None):
-        source_mask = ops.not_equal(source_ids, 0)
-        x = self.embed(self.source_embedding, source_ids)
-        for block in self.encoder_blocks:
-            x = block(x, padding_mask=source_mask, training=training)
-        return x, source_mask
-
-    def call(self, inputs, training=None):
-        encoded, source_mask = self.encode(inputs["source_ids"], training)
-        y = self.embed(self.target_embedding, inputs["target_ids"])
-        for block in self.decoder_blocks:
-            y = block(y, encoded, encoder_padding_mask=source_mask, training=training)
-        return self.output_projection(y)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update({
-            "source_vocabulary_size": self.source_vocabulary_size,
-            "target_vocabulary_size": self.target_vocabulary_size,
-            "hidden_dim": self.hidden_dim,
-            "num_layers": self.num_layers,
-            "num_heads": self.num_heads,
-        })
-        return config
-
-
-def greedy_decode(model, source_ids, start_id, end_id, use_cache):
-    """Greedy decoding; with `use_cache`, one position per step over a cache.
-
-    Returns the generated ids and the last layer's cross-attention weights
-    (averaged over heads) for each generated position.
+    Returns:
+        `{"train": glob, "val": glob, "vocab_file": path, "stats": stats of
+        the training run}`.
     """
-    batch = source_ids.shape[0]
-    encoded, source_mask = model.encode(source_ids)
-    generated = np.full((batch, 1), start_id, "int32")
-    head_dim = model.hidden_dim // model.num_heads
-    caches = [np.zeros((batch, 2, MAX_LENGTH, model.num_heads, head_dim), "float32")
-              for _ in model.decoder_blocks]
-    alignments = []
-    for index in range(MAX_LENGTH - 1):
-        if use_cache:
-            y = model.embed(model.target_embedding, generated[:, -1:], start_index=index)
-        else:
-            y = model.embed(model.target_embedding, generated)
-        for layer_index, block in enumerate(model.decoder_blocks):
-            kwargs = {"encoder_padding_mask": source_mask, "return_attention_scores": True}
-            if use_cache:
-                y, scores, caches[layer_index] = block(
-                    y, encoded, self_attention_cache=caches[layer_index],
-                    self_attention_cache_update_index=index, **kwargs)
-            else:
-                y, scores = block(y, encoded, **kwargs)
-        logits = model.output_projection(y[:, -1])
-        next_ids = np.argmax(ops.convert_to_numpy(logits), axis=-1).astype("int32")
-        alignments.append(ops.convert_to_numpy(ops.mean(scores["cross_attention"][:, :, -1], axis=1)))
-        generated = np.concatenate([generated, next_ids[:, None]], axis=1)
-        if np.all(np.any(generated == end_id, axis=1)):
-            break
-    return generated[:, 1:], np.stack(alignments, axis=1)
+    files = {}
+    for split, (english, german) in data.items():
+        files[split] = [write_lines(os.path.join(data_dir, f"{split}.{language}"), lines)
+                        for language, lines in ((SOURCE, english), (TARGET, german))]
+    train_dir, val_dir = os.path.join(data_dir, "train"), os.path.join(data_dir, "val")
+    stats = translation_data.main([
+        f"--source_file={files['train'][0]}", f"--target_file={files['train'][1]}",
+        f"--output_dir={train_dir}", "--shared_vocab", f"--vocab_size={vocab_size}",
+        "--num_shards=2",
+    ])
+    vocab_file = os.path.join(train_dir, "sentencepiece.model")
+    translation_data.main([
+        f"--source_file={files['val'][0]}", f"--target_file={files['val'][1]}",
+        f"--output_dir={val_dir}", "--shared_vocab", f"--vocab_file={vocab_file}",
+        "--num_shards=1",
+    ])
+    return {"train": os.path.join(train_dir, "translation-*"),
+            "val": os.path.join(val_dir, "translation-*"),
+            "vocab_file": vocab_file, "stats": stats}
 
 
-def make_dataset(source, target, batch_size, seed):
-    target_in, target_out = target[:, :-1], target[:, 1:]
-    dataset = tf.data.Dataset.from_tensor_slices(
-        ({"source_ids": source, "target_ids": target_in}, target_out)
-    )
-    return dataset.shuffle(len(source), seed=seed).batch(batch_size)
+def trainer_flags(args, config, paths, model_dir, export_dir):
+    """The command line of `trainer.translate` for the demo's settings
+    (`config`: a preset name or a JSON file of model sizes)."""
+    return [
+        f"--train_data={paths['train']}",
+        f"--eval_data={paths['val']}",
+        f"--model_dir={model_dir}",
+        f"--export_dir={export_dir}",
+        f"--config={config}",
+        f"--train_steps={args.train_steps}",
+        f"--warmup_steps={max(1, args.train_steps // 10)}",
+        f"--learning_rate={args.learning_rate}",
+        "--learning_rate_schedule=linear",
+        f"--max_tokens_per_batch={args.max_tokens_per_batch}",
+        f"--dropout={args.dropout}",
+        f"--beam_size={args.beam_size}",
+        f"--seed={args.seed}",
+        f"--log_every_steps={max(1, args.train_steps // 10)}",
+        f"--checkpoint_every_steps={args.train_steps}",
+        "--eval_every_steps=0",  # Once, at the end.
+        "--sample_sentences=2",
+    ]
+
+
+def read_jsonl(path):
+    with open(path, encoding="utf-8") as file:
+        return [json.loads(line) for line in file if line.strip()]
+
+
+def translate_sentences(signatures, sentences):
+    """The `serving_default` translations of `sentences`, in batches."""
+    translations = []
+    for start in range(0, len(sentences), TRANSLATION_BATCH_SIZE):
+        batch = tf.constant(sentences[start : start + TRANSLATION_BATCH_SIZE])
+        outputs = signatures["serving_default"](inputs=batch)
+        translations += [text.decode("utf-8") for text in outputs["translations"].numpy()]
+    return translations
+
+
+def alignment(model, tokenizer, signatures, sentence):
+    """Which source piece each generated piece of `sentence`'s translation
+    attended to most: the cross-attention of the last decoder layer,
+    averaged over heads, in a teacher-forced pass over the exported model's
+    own output ids (the same weights: the export is of this checkpoint).
+
+    Returns:
+        `{"source_pieces", "target_pieces", "attended"}` (the source piece of
+        each target piece) and `weights`, a (target, source) numpy array
+        whose rows sum to 1.
+    """
+    source = tokenizer.tokenize(tf.constant([sentence]), add_eos=True).to_tensor()
+    output = signatures["translate_ids"](source_ids=tf.cast(source, tf.int32))
+    length = int(output["lengths"][0])
+    target = output["ids"][:, :length]
+    weights = model.cross_attention({
+        ENCODER_TOKEN_IDS: source, DECODER_TOKEN_IDS: decoder_inputs(target)})[-1]
+    weights = np.asarray(weights)[0].mean(axis=0)  # (target, source)
+
+    def pieces(ids):
+        return [piece.decode("utf-8") for piece in tokenizer.id_to_piece(ids).numpy()]
+
+    source_pieces = pieces(source[0])
+    target_pieces = pieces(target[0])
+    attended = [source_pieces[index] for index in weights.argmax(axis=1)]
+    return {"source_pieces": source_pieces, "target_pieces": target_pieces,
+            "attended": attended, "weights": weights}
+
+
+class Stopwatch:
+    """Seconds per stage: `lap(name)` ends the stage begun at the last lap."""
+
+    def __init__(self):
+        self.laps = {}
+        self._last = time.monotonic()
+
+    def lap(self, name):
+        now = time.monotonic()
+        self.laps[name] = round(now - self._last, 1)
+        self._last = now
+
+
+def start_afresh(output_dir):
+    """Removes the stage directories of an earlier run of the demo, so that
+    the trainer does not resume it and the export is version 1."""
+    for name in STAGE_DIRECTORIES:
+        path = os.path.join(output_dir, name)
+        if os.path.exists(path):
+            print(f"Removing {path} of an earlier run.")
+            shutil.rmtree(path)
+        os.makedirs(path)
 
 
 def run(data, args):
-    keras.utils.set_random_seed(args.seed)
-    tokenizers = learn_vocabularies(data["train"], args.output_dir, args.vocab_size)
-    german, english = tokenizers["de"], tokenizers["en"]
-    train_de, train_en = data["train"]
-    val_de, val_en = data["val"]
-    source = encode(german, train_de, add_start=False)
-    target = encode(english, train_en, add_start=True)
-    print(f"Multi30k de→en: {len(train_de)} training pairs, "
-          f"{np.mean(np.sum(source > 0, axis=1)):.1f} German word pieces per sentence")
+    """Runs the three stages on `data` (see `load_multi30k`) as `args` say;
+    returns the summary."""
+    start_afresh(args.output_dir)
+    clock = Stopwatch()
+    paths = prepare_data(data, os.path.join(args.output_dir, "data"), args.vocab_size)
+    stats = paths["stats"]
+    print(f"\nMulti30k {SOURCE}→{TARGET}: {stats['pairs_kept']} training pairs kept of "
+          f"{stats['pairs_read']}, {stats['source']['mean_length']:.1f} {SOURCE} and "
+          f"{stats['target']['mean_length']:.1f} {TARGET} pieces per sentence "
+          f"(EOS included), joint SentencePiece vocabulary of {args.vocab_size}.\n")
 
-    model = Translator(german.vocab_size, english.vocab_size)
-    model.compile(
-        optimizer=keras.optimizers.Adam(1e-3),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
-        metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
-        jit_compile=True,
-    )
-    history = model.fit(
-        make_dataset(source, target, args.batch_size, args.seed),
-        epochs=args.epochs,
-        shuffle=False,  # the dataset shuffles itself, seeded
-        verbose=2,
-        callbacks=[keras.callbacks.TensorBoard(os.path.join(args.output_dir, "tensorboard"))],
-    )
+    model_dir = os.path.join(args.output_dir, "run")
+    export_dir = os.path.join(args.output_dir, "export")
+    config = args.config
+    if config == "demo":
+        config = write_lines(os.path.join(args.output_dir, "data", "demo_model.json"),
+                             [json.dumps(DEMO_MODEL)])
+    clock.lap("data")
+    translate.main(trainer_flags(args, config, paths, model_dir, export_dir))
+    clock.lap("training, evaluation and export")
+    train_log = read_jsonl(os.path.join(model_dir, "train_log.jsonl"))
+    evaluation = read_jsonl(os.path.join(model_dir, "eval_log.jsonl"))[-1]
 
-    val_source = encode(german, val_de, add_start=False)
-    special = {"start_id": english.cls_id, "end_id": english.sep_id}
-    cached_ids, alignments = greedy_decode(model, val_source, use_cache=True, **special)
-    with warnings.catch_warnings():
-        # The first uncached step attends over a single key; Keras warns that
-        # a softmax over one element is always 1, which is right here.
-        warnings.filterwarnings("ignore", message="You are using a softmax")
-        uncached_ids, _ = greedy_decode(model, val_source[:8], use_cache=False, **special)
-    cache_agrees = bool(np.array_equal(cached_ids[:8, : uncached_ids.shape[1]], uncached_ids))
-    hypotheses = decode(english, cached_ids)
-    references = normalized(english, val_en)
-    bleu = sacrebleu.corpus_bleu(hypotheses, [references], tokenize="none")
+    version = version_dir(export_dir, latest_version(export_dir))
+    signatures = tf.saved_model.load(version).signatures
+    sources, references = data["val"]
+    translations = translate_sentences(signatures, list(sources))
+    hypothesis_file = write_lines(os.path.join(args.output_dir, f"val.hyp.{TARGET}"),
+                                  translations)
+    clock.lap("translation")
+    bleu = sacrebleu.BLEU()
+    score = bleu.corpus_score(translations, [list(references)])
 
-    print("\nSample translations (each English piece ← the German piece it attended to most):")
-    for row in range(3):
-        source_pieces = [t.decode() for t in german.id_to_token(
-            [i for i in val_source[row] if i != 0]).numpy()]
-        generated = until_end(cached_ids[row], english.sep_id)
-        pieces = [t.decode() for t in english.id_to_token(generated).numpy()]
-        aligned = [f"{piece}←{source_pieces[int(np.argmax(alignments[row, position, : len(source_pieces)]))]}"
-                   for position, piece in enumerate(pieces)]
-        print(f"  de:  {val_de[row]}\n  ref: {val_en[row]}\n  out: {hypotheses[row]}\n"
-              f"  attention: {' '.join(aligned)}\n")
-    print(f"Cached decoding gives the same tokens as full recomputation: {cache_agrees}")
-    print(f"BLEU on {len(val_de)} validation sentences (lower-cased, tokenized): {bleu.score:.1f}")
+    print(f"\nTranslations by the exported SavedModel ({version}):")
+    for row in range(min(args.samples, len(sources))):
+        print(f"  {SOURCE}:  {sources[row]}\n  ref: {references[row]}\n"
+              f"  out: {translations[row]}\n")
+    print(f"BLEU on {len(sources)} validation sentences against the raw references "
+          f"(sacreBLEU {bleu.get_signature()}): {score.score:.2f}")
+    print(f"(The trainer's evaluation, against the references' normalized form: "
+          f"BLEU {evaluation['bleu']:.2f}, chrF {evaluation['chrf']:.2f}.)")
 
-    path = os.path.join(args.output_dir, "model.keras")
-    model.save(path)
-    reloaded = keras.saving.load_model(path)
-    probe = {"source_ids": val_source[:4], "target_ids": cached_ids[:4, :2]}
-    reload_agrees = bool(np.allclose(reloaded(probe), model(probe), atol=1e-5))
-    print(f"Saved {path}; the reloaded model gives the same logits: {reload_agrees}")
+    tokenizer = SentencePieceTokenizer(model_file=paths["vocab_file"])
+    aligned = alignment(load_translation_model(model_dir), tokenizer, signatures, sources[0])
+    clock.lap("alignment")
+    print("\nCross-attention of the last decoder layer (mean over heads): each "
+          f"generated piece ← the {SOURCE} piece it attended to most")
+    print(f"  {SOURCE}:  {sources[0]}\n  out: {translations[0]}")
+    print("  " + " ".join(f"{target}←{source}" for target, source in
+                          zip(aligned["target_pieces"], aligned["attended"])))
     return {
-        "train_pairs": len(train_de),
-        "epochs": args.epochs,
-        "vocabulary_sizes": {"de": german.vocab_size, "en": english.vocab_size},
-        "loss_per_epoch": [round(float(v), 4) for v in history.history["loss"]],
-        "accuracy_per_epoch": [round(float(v), 4) for v in history.history["accuracy"]],
-        "validation_bleu": round(bleu.score, 2),
-        "cached_decoding_matches_full": cache_agrees,
-        "reloaded_model_matches": reload_agrees,
-        "samples": [{"de": val_de[i], "reference": val_en[i], "output": hypotheses[i]}
-                    for i in range(3)],
+        "direction": f"{SOURCE}→{TARGET}",
+        "train_pairs": len(data["train"][0]),
+        "eval_pairs": len(sources),
+        "pairs_kept": stats["pairs_kept"],
+        "vocabulary_size": tokenizer.vocabulary_size,
+        "model": read_json(os.path.join(model_dir, CONFIG_FILE)),
+        "train_steps": train_log[-1]["step"],
+        "loss": {"first": round(train_log[0]["loss"], 4), "last": round(train_log[-1]["loss"], 4)},
+        "trainer_evaluation": {name: evaluation[name] for name in ("step", "bleu", "chrf")},
+        "bleu": round(score.score, 2),
+        "bleu_signature": str(bleu.get_signature()),
+        "hypothesis_file": hypothesis_file,
+        "export": version,
+        "samples": [{SOURCE: sources[row], "reference": references[row],
+                     "translation": translations[row]}
+                    for row in range(min(args.samples, len(sources)))],
+        "alignment": {key: aligned[key] for key in ("source_pieces", "target_pieces",
+                                                    "attended")},
+        "stage_seconds": clock.laps,
     }
+

@@ -12,12 +12,22 @@ module is that shared part:
 - `write_file`, `read_file`: whole files on any Beam filesystem (local
   paths, gs:// and the like), never compressed whatever their name.
 - `stats_file_bytes`, `read_stats`: the stats file's format (indented,
-  key-sorted UTF-8 JSON ending in a newline).
+  key-sorted UTF-8 JSON ending in a newline); `WriteStats`, the transform
+  that writes a job's stats dict in it; `share`, the ratios in the stats.
 - `run_job`: builds a pipeline from the command line's Beam options, runs
   it, checks that it finished, reads its stats and logs the summary.
-- `configure_command_line_logging`: the logging of `python -m pipelines.X`.
+- `configure_command_line_logging`: the logging of `python -m pipelines.X`;
+  `command_line_main`: what such a module's `__main__` block runs.
+
+Each job module (`pretraining_data`, `translation_data`, `wordpiece_vocab`)
+has the same command-line face: `main(argv=None)` runs the job on `argv`,
+the command-line arguments without the program name (`sys.argv[1:]` when
+None), of which those the job does not know are Beam options (see
+`pipelines.beam_options`), and returns the stats dict it wrote;
+`summary_line(stats, seconds)` is the line `run_job` logs at the end.
 """
 
+import importlib
 import json
 import logging
 import time
@@ -148,6 +158,41 @@ def read_stats(path):
     return json.loads(read_file(path).decode("utf-8"))
 
 
+class WriteStats(beam.PTransform):
+    """Writes a job's stats dict to its stats file.
+
+    Applied to a single-element PCollection holding the stats dict, it
+    writes the dict as `stats_file_bytes` gives it to `path` (any Beam
+    filesystem) and returns the PCollection of that path.
+
+    Args:
+        path: the stats file.
+        label: an optional label for the transform.
+    """
+
+    def __init__(self, path, label=None):
+        super().__init__(label)
+        self.path = path
+
+    def expand(self, stats):
+        return (
+            stats
+            | "StatsBytes" >> beam.Map(stats_file_bytes)
+            | "WriteFile" >> beam.Map(write_file, self.path)
+        )
+
+
+def share(part, whole):
+    """`part / whole`, or 0.0 when `whole` is 0 (the stats' shares and means).
+
+    Example:
+
+    >>> share(1, 4), share(3, 0)
+    (0.25, 0.0)
+    """
+    return part / whole if whole else 0.0
+
+
 def run_job(build_pipeline, beam_arguments, *, name, stats_file, summary_line, logger):
     """Runs a job's pipeline to the end and returns the stats it wrote.
 
@@ -159,7 +204,8 @@ def run_job(build_pipeline, beam_arguments, *, name, stats_file, summary_line, l
         name: the job's name, for the error message.
         stats_file: the path of the stats file the pipeline writes.
         summary_line: called with the stats dict and the run's wall time in
-            seconds; returns the line that `logger` logs at INFO.
+            seconds; returns the line that `logger` logs at INFO (each
+            job's `summary_line`).
         logger: the job's logger.
 
     Returns:
@@ -189,3 +235,21 @@ def configure_command_line_logging():
     """
     logging.basicConfig(level=logging.INFO, force=True)
     logging.getLogger("apache_beam").setLevel(logging.WARNING)
+
+
+def command_line_main(module_name):
+    """Runs a job from its command line (`python -m pipelines.X`).
+
+    Configures the logging (`configure_command_line_logging`) and calls the
+    `main` of the job's module imported by its name, rather than that of
+    `__main__`, so that Beam pickles the job's DoFns by reference to the
+    importable module.
+
+    Args:
+        module_name: the job's module, e.g. "pipelines.translation_data".
+
+    Returns:
+        What the module's `main()` returns (the stats dict).
+    """
+    configure_command_line_logging()
+    return importlib.import_module(module_name).main()

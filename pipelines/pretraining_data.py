@@ -302,10 +302,6 @@ def shuffled(records, rng, buffer_size=None):
     yield from buffer
 
 
-def share(part, whole):
-    return part / whole if whole else 0.0
-
-
 def stats_from_counts(counts, parameters):
     """The stats.json dict.
 
@@ -346,19 +342,19 @@ def stats_from_counts(counts, parameters):
         },
         "sentences": get("sentences"),
         "tokens": get("tokens"),
-        "unk_share": share(get("unknown_tokens"), get("tokens")),
+        "unk_share": job.share(get("unknown_tokens"), get("tokens")),
         "instances": instances,
         "instance_tokens": get("instance_tokens"),
-        "mean_instance_length": share(get("instance_tokens"), instances),
+        "mean_instance_length": job.share(get("instance_tokens"), instances),
         "instance_length_histogram": histogram,
         "truncated_instances": get("truncated_instances"),
         "masked_positions": masked,
-        "mask_rate": share(masked, get("instance_tokens")),
+        "mask_rate": job.share(masked, get("instance_tokens")),
         "replacement_shares": {
-            kind: share(get(f"replaced_{kind}"), masked)
+            kind: job.share(get(f"replaced_{kind}"), masked)
             for kind in ("mask", "random", "unchanged")
         },
-        "nsp_random_share": share(get("random_next_instances"), instances),
+        "nsp_random_share": job.share(get("random_next_instances"), instances),
     }
 
 
@@ -397,21 +393,13 @@ def build_pipeline(pipeline, read_documents, create_records, output_dir, num_sha
         | "AllCounts" >> beam.Flatten()
         | "SumCounts" >> beam.CombineGlobally(job.SumCounts())
         | "Stats" >> beam.Map(stats_from_counts, parameters)
-        | "StatsBytes" >> beam.Map(job.stats_file_bytes)
-        | "WriteStats" >> beam.Map(job.write_file, os.path.join(output_dir, STATS_FILE))
+        | "WriteStats" >> job.WriteStats(os.path.join(output_dir, STATS_FILE))
     )
 
 
 def summary_line(stats, seconds):
-    """A one-line summary of a finished run.
-
-    Args:
-        stats: the stats dict.
-        seconds: the run's wall time.
-
-    Returns:
-        The line.
-    """
+    """The line `job.run_job` logs: instances written, documents used,
+    mean instance length, mask rate and NSP random share."""
     return (
         f"Wrote {stats['instances']} instances from {stats['documents']['used']} "
         f"documents to {stats['parameters']['output_dir']} in {seconds:.1f} s "
@@ -421,11 +409,10 @@ def summary_line(stats, seconds):
 
 
 def main(argv=None):
-    """Runs the job; returns the stats dict (also written to stats.json).
+    """Runs the job on the command line `argv` (see `pipelines.job`).
 
-    Args:
-        argv: the command-line arguments without the program name
-            (`sys.argv[1:]` when None); unknown ones are Beam options.
+    Returns:
+        The stats dict, as written to DIR/stats.json.
 
     Raises:
         FileNotFoundError: an input glob matches no file (before anything
@@ -476,9 +463,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    job.configure_command_line_logging()
-    # Run the importable module's main, so that Beam pickles its DoFns by
-    # reference to `pipelines.pretraining_data` rather than to `__main__`.
-    from pipelines import pretraining_data
-
-    pretraining_data.main()
+    job.command_line_main("pipelines.pretraining_data")

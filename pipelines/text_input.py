@@ -34,6 +34,12 @@ each text file whole, in one worker, into documents (runs of non-blank
 lines, one sentence a line, as in BERT's format), or takes each jsonl
 record as one document split into sentences (`split_sentences`), and
 counts lines and documents in the same way.
+
+The pieces that other readers reuse (`pipelines.translation_pairs`):
+`parse_patterns` and `match_input_files` (globs checked before the job),
+`check_input_format`, `ReadRawLines` (every line of the files, as bytes,
+read in parallel), `decode_line`, `parse_json_object` and
+`repair_surrogates`.
 """
 
 import json
@@ -81,7 +87,8 @@ def match_input_files(patterns):
     """The files matched by `patterns`, checked before any pipeline runs.
 
     Args:
-        patterns: globs or paths on any Beam filesystem.
+        patterns: globs or paths on any Beam filesystem: a list, or one
+            comma-separated string (see `parse_patterns`).
 
     Returns:
         The sorted, de-duplicated paths of the matched files (directories
@@ -91,6 +98,7 @@ def match_input_files(patterns):
         FileNotFoundError: no pattern was given, or one of them matches no
             file; the message names that pattern.
     """
+    patterns = parse_patterns(patterns)
     if not patterns:
         raise FileNotFoundError(
             "No input file given: pass --input_file=GLOB[,GLOB...] naming the "
@@ -118,6 +126,22 @@ def _is_local_directory(path):
     return "://" not in path and os.path.isdir(path)
 
 
+def check_input_format(input_format, formats=INPUT_FORMATS):
+    """Checks a reader's `input_format` argument.
+
+    Args:
+        input_format: the format asked for.
+        formats: the formats the reader knows.
+
+    Raises:
+        ValueError: `input_format` is not one of `formats`.
+    """
+    if input_format not in formats:
+        raise ValueError(
+            f"input_format must be one of {formats}, not {input_format!r}."
+        )
+
+
 def decode_line(raw):
     """Decodes one line read as bytes.
 
@@ -136,6 +160,30 @@ def decode_line(raw):
         return raw.decode("utf-8", errors="replace"), True, has_nul
 
 
+def parse_json_object(text):
+    """One JSON Lines record, which must be an object.
+
+    Raw control characters inside strings are accepted (normalization drops
+    them later), and a leading byte-order mark is removed.
+
+    Args:
+        text: one decoded line.
+
+    Returns:
+        `(record, None)`: the dict; or None and the reason the line holds
+        none: "bad_json" (not JSON) or "not_object" (JSON of another type).
+    """
+    try:
+        # strict=False accepts raw control characters (NUL included) inside
+        # strings. A byte-order mark is not JSON, so it is removed first.
+        record = json.loads(text.lstrip("\ufeff"), strict=False)
+    except ValueError:
+        return None, "bad_json"
+    if not isinstance(record, dict):
+        return None, "not_object"
+    return record, None
+
+
 def parse_jsonl_record(text):
     """The "text" field of one JSON Lines record.
 
@@ -148,15 +196,9 @@ def parse_jsonl_record(text):
         "not_object", "missing_text" or "text_not_string"). A lone surrogate
         escape in the string becomes U+FFFD (see `repair_surrogates`).
     """
-    try:
-        # strict=False accepts raw control characters (NUL included) inside
-        # strings; normalization drops them later. A byte-order mark is
-        # not JSON, so it is removed first.
-        record = json.loads(text.lstrip("\ufeff"), strict=False)
-    except ValueError:
-        return None, "bad_json"
-    if not isinstance(record, dict):
-        return None, "not_object"
+    record, reason = parse_json_object(text)
+    if reason is not None:
+        return None, reason
     if "text" not in record:
         return None, "missing_text"
     if not isinstance(record["text"], str):
@@ -244,12 +286,39 @@ def input_accounting(counts):
     }
 
 
+class ReadRawLines(beam.PTransform):
+    """Reads every line of the given files, as bytes without the line end.
+
+    Files are read with `ReadAllFromText`, which splits large files across
+    workers and decompresses `.gz` and `.bz2` files by extension; lines of
+    any length (a megabyte and more) are read whole. Applied to a pipeline,
+    it returns the PCollection of the lines (bytes), in no particular order.
+
+    Args:
+        files: the paths (`match_input_files`).
+        label: an optional label for the transform.
+    """
+
+    def __init__(self, files, label=None):
+        super().__init__(label)
+        self.files = list(files)
+
+    def expand(self, pipeline_or_pcollection):
+        return (
+            pipeline_or_pcollection.pipeline
+            | "ListFiles" >> beam.Create(self.files)
+            | "ReadLines" >> beam.io.ReadAllFromText(
+                coder=beam.coders.BytesCoder(), strip_trailing_newlines=True
+            )
+        )
+
+
 class ReadTextLines(beam.PTransform):
     """Reads the text of every line of the matched files, counting each line.
 
     The globs are matched when the transform is created, so a glob that
     matches nothing fails before the pipeline starts. Files are read with
-    `ReadAllFromText`, which splits large files across workers; lines of any
+    `ReadRawLines`, which splits large files across workers; lines of any
     length (a megabyte and more) are read whole.
 
     Applied to a pipeline (`texts, counts = pipeline | ReadTextLines(...)`),
@@ -273,24 +342,13 @@ class ReadTextLines(beam.PTransform):
 
     def __init__(self, patterns, input_format="text", label=None):
         super().__init__(label)
-        if input_format not in INPUT_FORMATS:
-            raise ValueError(
-                f"input_format must be one of {INPUT_FORMATS}, not {input_format!r}."
-            )
+        check_input_format(input_format)
         self.patterns = parse_patterns(patterns)
         self.input_format = input_format
         self.files = match_input_files(self.patterns)
 
     def expand(self, pipeline_or_pcollection):
-        pipeline = pipeline_or_pcollection.pipeline
-        raw_lines = (
-            pipeline
-            | "ListFiles" >> beam.Create(self.files)
-            | "ReadLines"
-            >> beam.io.ReadAllFromText(
-                coder=beam.coders.BytesCoder(), strip_trailing_newlines=True
-            )
-        )
+        raw_lines = pipeline_or_pcollection | "ReadLines" >> ReadRawLines(self.files)
         decoded = raw_lines | "DecodeLines" >> beam.ParDo(
             _DecodeLines(self.input_format)
         ).with_outputs(job.COUNTS_TAG, main="texts")
@@ -396,14 +454,11 @@ class ReadDocuments(beam.PTransform):
     def __init__(self, patterns, input_format="text", max_line_bytes=1_000_000,
                  label=None):
         super().__init__(label)
-        if input_format not in INPUT_FORMATS:
-            raise ValueError(
-                f"input_format must be one of {INPUT_FORMATS}, not {input_format!r}."
-            )
+        check_input_format(input_format)
         self.input_format = input_format
         self.max_line_bytes = max_line_bytes
         if input_format == "text":
-            self.files = match_input_files(parse_patterns(patterns))
+            self.files = match_input_files(patterns)
         else:
             self._line_reader = ReadTextLines(patterns, "jsonl")
 

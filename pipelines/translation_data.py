@@ -434,10 +434,6 @@ class TokenizeTranslationPairs(beam.PTransform):
         return kept.records, summed
 
 
-def share(part, whole):
-    return part / whole if whole else 0.0
-
-
 def side_statistics(counts, side, max_length):
     """One side's statistics over the kept pairs.
 
@@ -457,13 +453,13 @@ def side_statistics(counts, side, max_length):
     kept = counts.get("pairs_kept", 0)
     return {
         "ids": get("ids"),
-        "mean_length": share(get("ids") + kept, kept),
+        "mean_length": job.share(get("ids") + kept, kept),
         "length_histogram": {
             f"{b * LENGTH_BIN + 1:04d}-{(b + 1) * LENGTH_BIN:04d}": get(f"length_bin_{b}")
             for b in range(math.ceil(max_length / LENGTH_BIN))
         },
-        "unk_share": share(get("unk_ids"), get("ids")),
-        "byte_fallback_share": share(get("byte_ids"), get("ids")),
+        "unk_share": job.share(get("unk_ids"), get("ids")),
+        "byte_fallback_share": job.share(get("byte_ids"), get("ids")),
         "pairs_with_unk": get("pairs_with_unk"),
         "pairs_with_byte_fallback": get("pairs_with_byte_fallback"),
     }
@@ -541,8 +537,8 @@ def stats_from_counts(counts, parameters, vocabulary, shards):
         "pairs_with_invalid_utf8": get("pairs_with_invalid_utf8"),
         "records_written": kept,
         **sides,
-        "unk_share": share(unknown, ids),
-        "byte_fallback_share": share(sum(get(f"{side}_byte_ids") for side in SIDES), ids),
+        "unk_share": job.share(unknown, ids),
+        "byte_fallback_share": job.share(sum(get(f"{side}_byte_ids") for side in SIDES), ids),
         "vocabulary": vocabulary,
         "shards": shards,
         "warnings": warnings,
@@ -681,21 +677,13 @@ def build_pipeline(pipeline, read_pairs, output_dir, *, shared_vocab,
         | "Stats" >> beam.Map(
             stats_from_counts, parameters or {"max_length": max_length},
             vocabulary=beam.pvalue.AsSingleton(vocabulary), shards=shards)
-        | "StatsBytes" >> beam.Map(job.stats_file_bytes)
-        | "WriteStats" >> beam.Map(job.write_file, os.path.join(output_dir, STATS_FILE))
+        | "WriteStats" >> job.WriteStats(os.path.join(output_dir, STATS_FILE))
     )
 
 
 def summary_line(stats, seconds):
-    """A one-line summary of a finished run.
-
-    Args:
-        stats: the stats dict.
-        seconds: the run's wall time.
-
-    Returns:
-        The line.
-    """
+    """The line `job.run_job` logs: pairs written, read and dropped (by
+    reason), mean lengths, vocabulary sizes and byte-fallback share."""
     dropped = ", ".join(f"{reason} {count}" for reason, count in
                         stats["pairs_dropped"].items() if count)
     return (
@@ -710,11 +698,10 @@ def summary_line(stats, seconds):
 
 
 def main(argv=None):
-    """Runs the job; returns the stats dict (also written to stats.json).
+    """Runs the job on the command line `argv` (see `pipelines.job`).
 
-    Args:
-        argv: the command-line arguments without the program name
-            (`sys.argv[1:]` when None); unknown ones are Beam options.
+    Returns:
+        The stats dict, as written to DIR/stats.json.
 
     Raises:
         FileNotFoundError: an input glob matches no file (before anything
@@ -784,9 +771,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    job.configure_command_line_logging()
-    # Run the importable module's main, so that Beam pickles its DoFns by
-    # reference to `pipelines.translation_data` rather than to `__main__`.
-    from pipelines import translation_data
-
-    translation_data.main()
+    job.command_line_main("pipelines.translation_data")

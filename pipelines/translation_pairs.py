@@ -50,8 +50,6 @@ then fails on the first pair of files that differ, with the same message,
 once the job reaches it.
 """
 
-import json
-
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
@@ -112,8 +110,8 @@ def match_aligned_files(source_patterns, target_patterns):
         FileNotFoundError: a glob matches no file.
         ValueError: the globs match different numbers of files.
     """
-    sources = text_input.match_input_files(text_input.parse_patterns(source_patterns))
-    targets = text_input.match_input_files(text_input.parse_patterns(target_patterns))
+    sources = text_input.match_input_files(source_patterns)
+    targets = text_input.match_input_files(target_patterns)
     if len(sources) != len(targets):
         raise ValueError(
             f"--source_file={source_patterns!r} matches {len(sources)} files but "
@@ -220,14 +218,9 @@ def parse_jsonl_pair(text, source_field, target_field):
         pair: "bad_json", "not_object", "missing_field" (either field) or
         "field_not_string" (either field).
     """
-    try:
-        # strict=False accepts raw control characters inside strings; a
-        # byte-order mark is not JSON, so it is removed first.
-        record = json.loads(text.lstrip("\ufeff"), strict=False)
-    except ValueError:
-        return None, "bad_json"
-    if not isinstance(record, dict):
-        return None, "not_object"
+    record, reason = text_input.parse_json_object(text)
+    if reason is not None:
+        return None, reason
     values = [json_field(record, name) for name in (source_field, target_field)]
     if any(value is None for value in values):
         return None, "missing_field"
@@ -374,10 +367,7 @@ class ReadTranslationPairs(beam.PTransform):
                  input_file=None, source_field="source", target_field="target",
                  check_line_counts=True, label=None):
         super().__init__(label)
-        if input_format not in INPUT_FORMATS:
-            raise ValueError(
-                f"input_format must be one of {INPUT_FORMATS}, not {input_format!r}."
-            )
+        text_input.check_input_format(input_format, INPUT_FORMATS)
         self.input_format = input_format
         self.source_field = source_field
         self.target_field = target_field
@@ -399,7 +389,7 @@ class ReadTranslationPairs(beam.PTransform):
                     "--input_file (required); --source_file and --target_file are "
                     "for line-aligned files (--input_format=aligned)."
                 )
-            self.files = text_input.match_input_files(text_input.parse_patterns(input_file))
+            self.files = text_input.match_input_files(input_file)
 
     def expand(self, pipeline_or_pcollection):
         pipeline = pipeline_or_pcollection.pipeline
@@ -416,9 +406,7 @@ class ReadTranslationPairs(beam.PTransform):
         else:
             read = (
                 pipeline
-                | "ListFiles" >> beam.Create(self.files)
-                | "ReadLines" >> beam.io.ReadAllFromText(
-                    coder=beam.coders.BytesCoder(), strip_trailing_newlines=True)
+                | "ReadLines" >> text_input.ReadRawLines(self.files)
                 | "ParsePairs" >> beam.ParDo(
                     _ParsePairLines(self.input_format, self.source_field,
                                     self.target_field)

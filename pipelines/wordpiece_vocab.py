@@ -726,21 +726,13 @@ def build_pipeline(pipeline, input_file, input_format, output_file, options,
             parameters=parameters,
             input_counts=beam.pvalue.AsSingleton(input_counts),
         )
-        | "StatsBytes" >> beam.Map(job.stats_file_bytes)
-        | "WriteStats" >> beam.Map(job.write_file, output_file + STATS_SUFFIX)
+        | "WriteStats" >> job.WriteStats(output_file + STATS_SUFFIX)
     )
 
 
 def summary_line(stats, seconds):
-    """A one-line summary of a finished run.
-
-    Args:
-        stats: the stats dict.
-        seconds: the run's wall time.
-
-    Returns:
-        The line.
-    """
+    """The line `job.run_job` logs: tokens written, lines read, used and
+    skipped, words counted and the [UNK] share."""
     accounting = stats["input"]
     skipped = sum(accounting["lines_skipped"].values())
     return (
@@ -753,11 +745,7 @@ def summary_line(stats, seconds):
 
 
 def main(argv=None):
-    """Runs the vocabulary job and returns its stats.
-
-    Args:
-        argv: the command-line arguments without the program name
-            (`sys.argv[1:]` when None); unknown ones are Beam options.
+    """Runs the vocabulary job on the command line `argv` (see `pipelines.job`).
 
     Returns:
         The stats dict, as written to `<output_file>.stats.json`.
@@ -807,9 +795,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    job.configure_command_line_logging()
-    # Run the importable module's main, so that Beam pickles its DoFns by
-    # reference to `pipelines.wordpiece_vocab` rather than to `__main__`.
-    from pipelines import wordpiece_vocab
-
-    wordpiece_vocab.main()
+    job.command_line_main("pipelines.wordpiece_vocab")

@@ -7,8 +7,9 @@ Averaging the weights of the last checkpoints of a training run usually
 gives a better model than the last one alone (Vaswani et al. average the
 last 5 or 20 checkpoints; fairseq's `average_checkpoints.py`). The output is
 a TensorFlow checkpoint with the object graph of the run's latest one,
-holding its model variables (every saved tensor under `model/`), each the
-element-wise mean over the checkpoints, and the latest step. The optimizer
+holding its model variables (every variable the object graph reaches from
+its `model` object, whatever path names its tensor), each the element-wise
+mean over the checkpoints, and the latest step. The optimizer
 slots and the input iterator are left out (averaging them means nothing,
 and the iterator's state cannot be copied), so the averaged checkpoint is
 for evaluating and exporting, not for resuming: anything that restores the
@@ -23,16 +24,16 @@ trainer kept: `--keep_checkpoints`), newest last.
 import argparse
 import logging
 import os
-import sys
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.core.protobuf import trackable_object_graph_pb2
+
+from trainer.runtime import configure_logging
 
 LOGGER = logging.getLogger("trainer.average_checkpoints")
 
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
-MODEL_PREFIX = "model/"
-STEP_PREFIX = "step/"
 
 
 def checkpoint_paths(model_dir, num_checkpoints):
@@ -90,11 +91,16 @@ def average_checkpoints(paths, output):
                 "checkpoints come from different models. Average checkpoints of one run."
             )
     names, tensors = [], []
-    kept = [name for name in sorted(dtypes)
-            if name.startswith((MODEL_PREFIX, STEP_PREFIX)) or name == OBJECT_GRAPH_KEY]
+    model_keys = object_keys(readers[-1], "model")
+    if not model_keys:
+        raise ValueError(
+            f"{paths[-1]} has no 'model' object: it was not written by a tfnlp trainer "
+            "(tf.train.Checkpoint(model=..., ...))."
+        )
+    kept = sorted(model_keys | object_keys(readers[-1], "step") | {OBJECT_GRAPH_KEY})
     for name in kept:
         value = readers[-1].get_tensor(name)
-        if name.startswith(MODEL_PREFIX) and dtypes[name].is_floating:
+        if name in model_keys and dtypes[name].is_floating:
             value = np.mean([reader.get_tensor(name).astype(np.float64)
                              for reader in readers], axis=0).astype(value.dtype)
         names.append(name)
@@ -103,6 +109,31 @@ def average_checkpoints(paths, output):
     tf.raw_ops.SaveV2(prefix=output, tensor_names=names,
                       shape_and_slices=[""] * len(names), tensors=tensors)
     return output
+
+
+def object_keys(reader, child):
+    """The tensor keys of every variable that the checkpoint's object graph
+    reaches from the root's `child` object (for example "model"); empty if
+    the root has no such child.
+
+    A variable's tensor is named by the first path that reaches it from the
+    root, which may go through another object (an optimizer tracks the
+    model's variables too), so the key's prefix alone does not say whose
+    variable it is; the object graph does.
+    """
+    graph = trackable_object_graph_pb2.TrackableObjectGraph()
+    graph.ParseFromString(reader.get_tensor(OBJECT_GRAPH_KEY))
+    roots = [reference.node_id for reference in graph.nodes[0].children
+             if reference.local_name == child]
+    keys, seen, pending = set(), set(roots), list(roots)
+    while pending:
+        node = graph.nodes[pending.pop()]
+        keys.update(attribute.checkpoint_key for attribute in node.attributes)
+        for reference in node.children:
+            if reference.node_id not in seen:
+                seen.add(reference.node_id)
+                pending.append(reference.node_id)
+    return keys
 
 
 def parse_flags(argv=None):
@@ -123,8 +154,7 @@ def parse_flags(argv=None):
 
 
 def main(argv=None):
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging()
     flags = parse_flags(argv)
     paths = checkpoint_paths(flags.model_dir, flags.num_checkpoints)
     output = flags.output or os.path.join(

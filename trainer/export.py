@@ -11,6 +11,10 @@ and prints its path. `--model_dir` is one of:
 - a `trainer.pretrain` run: the encoder and its masked-LM head (encoder and
   fill-mask signatures). Pretraining reads TFRecords, so give the
   vocabulary of its data with `--vocab_file` unless the run was given one;
+- a `trainer.translate` run: the Transformer of its best checkpoint by
+  validation BLEU (else its latest), with a text-in/text-out
+  `serving_default` and `translate_ids`, decoding as the run recorded
+  (`--beam_size`, `--length_penalty`, ... override it);
 - a Hugging Face BERT directory (`config.json`, `model.safetensors`,
   `vocab.txt`): its encoder, with the masked-LM head when the checkpoint
   has one. For a sentence-transformers model (`modules.json`) the pooled
@@ -28,7 +32,6 @@ the end of training.
 import argparse
 import logging
 import os
-import sys
 
 import tensorflow as tf
 
@@ -42,8 +45,14 @@ from tfnlp.models import (
 )
 from tfnlp.models.bert import huggingface
 from tfnlp.text import BertTokenizer
-from trainer import run_files
+from trainer import run_files, runtime
 from trainer.bert_models import check_inputs_fit, huggingface_model, load_run_model
+from trainer.translate_flags import add_decoding_flags
+from trainer.translation_models import (
+    DECODING_SETTINGS,
+    export_translation_model,
+    load_translation_model,
+)
 
 LOGGER = logging.getLogger("trainer.export")
 
@@ -185,6 +194,8 @@ def export_parser():
                         help="Fill-mask: masks predicted per example.")
     parser.add_argument("--max_answer_length", type=int, default=30,
                         help="Span extraction: the longest answer, in tokens.")
+    add_decoding_flags(parser.add_argument_group("translation (default: as the run recorded)"),
+                       recorded=True)
     return parser
 
 
@@ -208,6 +219,9 @@ def _signature_options(model, flags, record):
 
 def run(flags):
     """Exports as the flags say; returns the new version's directory."""
+    record = run_files.read_serving_record(flags.model_dir)
+    if record.get("model") == "translation":
+        return export_translation_run(flags, record)
     model, record = load_trained_model(flags.model_dir, flags.checkpoint)
     vocab_file = _first(flags.vocab_file, record.get("vocab_file"))
     if vocab_file is None and flags.text_signatures:
@@ -228,11 +242,20 @@ def run(flags):
     )
 
 
+def export_translation_run(flags, record):
+    """Exports a `trainer.translate` run with the decoding flags' overrides."""
+    record = dict(record)
+    record.update({name: getattr(flags, name) for name in DECODING_SETTINGS
+                   if getattr(flags, name) is not None})
+    if flags.vocab_file:
+        record["vocab_file"] = flags.vocab_file
+    model = load_translation_model(flags.model_dir, flags.checkpoint)
+    return export_translation_model(model, flags.export_dir, record,
+                                    text_signatures=flags.text_signatures)
+
+
 def main(argv=None):
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    runtime.configure_logging()
     flags = export_parser().parse_args(argv)
     path = run(flags)
     print(path)

@@ -83,7 +83,6 @@ import json
 import logging
 import math
 import os
-import sys
 
 import keras
 import numpy as np
@@ -452,10 +451,7 @@ def run(flags):
 
 
 def main(argv=None):
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    runtime.configure_logging()
     return run(parse_flags(argv))
 
 

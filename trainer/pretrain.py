@@ -39,7 +39,6 @@ step (the last checkpoint is kept).
 
 import logging
 import os
-import sys
 
 import tensorflow as tf
 
@@ -260,10 +259,7 @@ def _build(model, optimizer, flags):
 
 
 def main(argv=None):
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    runtime.configure_logging()
     return run(parse_flags(argv))
 
 

@@ -5,6 +5,7 @@ replicas, and export the trained model at the end."""
 import dataclasses
 import logging
 import os
+import sys
 
 import keras
 import tensorflow as tf
@@ -36,6 +37,15 @@ class Run:
     @property
     def replicas(self):
         return self.strategy.num_replicas_in_sync
+
+
+def configure_logging():
+    """INFO log lines with time, level and logger on stderr (the trainers'
+    command lines)."""
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
 
 
 def start_run(model_dir, strategy="default", tpu="", mixed_precision=None, seed=0):

@@ -37,7 +37,6 @@ same.
 
 import logging
 import os
-import sys
 
 import tensorflow as tf
 
@@ -245,7 +244,7 @@ def run(flags):
         if flags.export_dir:
             if scorer is not None and scorer.best:
                 best_model.read(os.path.join(scorer.best_path, scorer.best["checkpoint"])
-                                ).expect_partial()
+                                ).assert_consumed()
             runtime.export_at_end(run, export_translation_model, model, flags.export_dir,
                                   record=record)
     finally:
@@ -256,10 +255,7 @@ def run(flags):
 
 
 def main(argv=None):
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    runtime.configure_logging()
     return run(parse_flags(argv))
 
 

@@ -10,17 +10,25 @@ from trainer.run_flags import add_distribution_flags, check_counts
 LENGTH_PENALTIES = ("gnmt", "average", "none")
 
 
-def add_decoding_flags(group):
-    """The decoding flags shared by evaluation, export and `translate_text`."""
-    group.add_argument("--beam_size", type=int, default=4,
+def add_decoding_flags(group, recorded=False):
+    """The decoding flags shared by evaluation, export and `translate_text`.
+
+    With `recorded`, every default is None: "as the run recorded"."""
+    defaults = dict(beam_size=4, length_penalty="gnmt", length_penalty_alpha=0.6,
+                    max_length_a=1.5, max_length_b=10)
+    if recorded:
+        defaults = dict.fromkeys(defaults)
+    group.add_argument("--beam_size", type=int, default=defaults["beam_size"],
                        help="Beam width; 1 decodes greedily.")
-    group.add_argument("--length_penalty", choices=LENGTH_PENALTIES, default="gnmt",
+    group.add_argument("--length_penalty", choices=LENGTH_PENALTIES,
+                       default=defaults["length_penalty"],
                        help="Beam scores: gnmt divides the log-probability by "
                             "((5+length)/6)^alpha, average by length^alpha.")
-    group.add_argument("--length_penalty_alpha", type=float, default=0.6)
-    group.add_argument("--max_length_a", type=float, default=1.5,
+    group.add_argument("--length_penalty_alpha", type=float,
+                       default=defaults["length_penalty_alpha"])
+    group.add_argument("--max_length_a", type=float, default=defaults["max_length_a"],
                        help="Generate at most a * source_length + b tokens.")
-    group.add_argument("--max_length_b", type=int, default=10)
+    group.add_argument("--max_length_b", type=int, default=defaults["max_length_b"])
 
 
 def translation_parser():

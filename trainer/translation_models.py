@@ -97,5 +97,7 @@ def load_translation_model(model_dir, checkpoint=""):
     model = TransformerSeq2Seq.from_config(config)
     path = checkpoint or best_checkpoint(model_dir) or find_checkpoint(
         model_dir, "--model_dir")
-    tf.train.Checkpoint(model=model).read(path).expect_partial()
+    status = tf.train.Checkpoint(model=model).read(path)
+    status.assert_existing_objects_matched()  # every model variable was in it
+    status.expect_partial()  # the optimizer and the step are not wanted here
     return model

@@ -13,59 +13,23 @@ import pytest
 import sacrebleu
 import tensorflow as tf
 
-from pipelines import translation_data
 from tests.conftest import REPOSITORY
 from tests.export.helpers import run_in_new_process, saved_model_cli, saved_op_types
-from tests.text.sentencepiece_models import multi30k_lines
 from tests.trainer import helpers
-from trainer import average_checkpoints
+from tests.translation_helpers import multi30k_translation_data, write_lines
+from trainer import average_checkpoints, translate_text
 from trainer.translation_eval import Translator
 from trainer.translation_models import load_translation_model, translation_signatures
 
 TRAIN_PAIRS, EVAL_PAIRS = 240, 48
-# A 1+1-layer model of width 32: the sizes, not the presets, are under test.
-TINY_SIZES = {"num_encoder_layers": 1, "num_decoder_layers": 1, "hidden_dim": 32,
-              "num_heads": 2, "intermediate_dim": 64}
-
-
-def write_lines(path, lines):
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    return str(path)
 
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory, shared_data_dir):
     """Shards of the first Multi30k en→de pairs, a shared 400-piece model,
     and the raw validation lines."""
-    root = tmp_path_factory.mktemp("multi30k")
-    data_dir = shared_data_dir
-    lines = {(split, language): multi30k_lines(data_dir, split, language)
-             for split in ("train", "val") for language in ("en", "de")}
-    files = {}
-    for split, count in (("train", TRAIN_PAIRS), ("val", EVAL_PAIRS)):
-        for language in ("en", "de"):
-            files[split, language] = write_lines(root / f"{split}.{language}",
-                                                 lines[split, language][:count])
-    translation_data.main([
-        f"--source_file={files['train', 'en']}", f"--target_file={files['train', 'de']}",
-        f"--output_dir={root / 'train'}", "--shared_vocab", "--vocab_size=400",
-        "--num_shards=2",
-    ])
-    model_file = str(root / "train" / "sentencepiece.model")
-    translation_data.main([
-        f"--source_file={files['val', 'en']}", f"--target_file={files['val', 'de']}",
-        f"--output_dir={root / 'val'}", "--shared_vocab", f"--vocab_file={model_file}",
-        "--num_shards=1",
-    ])
-    config = root / "tiny.json"
-    config.write_text(json.dumps(TINY_SIZES))
-    return {
-        "train": str(root / "train" / "translation-*"),
-        "val": str(root / "val" / "translation-*"),
-        "config": str(config),
-        "val_sources": lines["val", "en"][:EVAL_PAIRS],
-        "val_references": lines["val", "de"][:EVAL_PAIRS],
-    }
+    return multi30k_translation_data(tmp_path_factory.mktemp("multi30k"), shared_data_dir,
+                                     TRAIN_PAIRS, EVAL_PAIRS)
 
 
 def flags(data, model_dir, *extra, **overrides):
@@ -225,17 +189,13 @@ def test_average_checkpoints_averages_the_model_variables(single_run, tmp_path):
     model_dir, _, _ = single_run
     output = average_checkpoints.main([f"--model_dir={model_dir}", "--num_checkpoints=2",
                                        f"--output={tmp_path / 'averaged'}"])
-    first, last = (helpers.checkpoint_values(os.path.join(model_dir, f"ckpt-{step}"))
-                   for step in (3, 6))
-    averaged = helpers.checkpoint_values(output)
-    assert set(averaged) == {name for name in last if name.startswith("model/")}
-    for name, value in averaged.items():
-        np.testing.assert_allclose(value, (first[name] + last[name]) / 2, rtol=1e-6,
-                                   err_msg=name)
-    assert any(not np.allclose(first[name], last[name]) for name in last
-               if name.startswith("model/"))
-    model = load_translation_model(model_dir, checkpoint=output)
-    assert model.count_params() > 0
+    first, last, averaged = (
+        load_translation_model(model_dir, checkpoint=path).get_weights()
+        for path in (os.path.join(model_dir, "ckpt-3"), os.path.join(model_dir, "ckpt-6"),
+                     output))
+    assert any(not np.allclose(a, b) for a, b in zip(first, last))
+    for a, b, mean in zip(first, last, averaged):
+        np.testing.assert_allclose(mean, (a + b) / 2, rtol=1e-6, atol=1e-7)
 
 
 def test_a_missing_shard_glob_names_the_flag(data, tmp_path):
@@ -246,3 +206,21 @@ def test_a_missing_shard_glob_names_the_flag(data, tmp_path):
         timeout=120)
     assert result.returncode != 0
     assert "--train_data" in result.stderr
+
+
+def test_translate_text_matches_the_export_and_keeps_blank_lines(single_run, data, tmp_path):
+    model_dir, export_dir, _ = single_run
+    lines = data["val_sources"][:5]
+    lines.insert(2, "")
+    input_file = write_lines(tmp_path / "input.en", lines)
+    from_export = translate_text.main([f"--export_dir={export_dir}",
+                                       f"--input_file={input_file}", "--batch_size=2"])
+    from_run = translate_text.main([f"--model_dir={model_dir}", f"--input_file={input_file}",
+                                    f"--output_file={tmp_path / 'output.de'}"])
+    served = tf.saved_model.load(os.path.join(export_dir, "1")).signatures["serving_default"](
+        inputs=tf.constant([line for line in lines if line]))["translations"].numpy()
+    expected = [text.decode("utf-8") for text in served]
+    expected.insert(2, "")
+    assert from_export == expected
+    assert from_run == expected  # the run's best checkpoint, as exported
+    assert (tmp_path / "output.de").read_text(encoding="utf-8").splitlines() == expected

@@ -9,6 +9,9 @@
   (`translation_schema`) into batches of about `max_tokens_per_batch`
   tokens, bucketed by length (`bucket_lengths`, `bucket_batch_sizes`), with
   an evaluation mode that yields every pair once in a fixed order.
+- `tfrecord_files`: what both readers do before parsing: matching the
+  shard globs, detecting each file's compression (plain, gzip, zlib),
+  reading the first record for a check, opening the files for `interleave`.
 - `example_proto`: `tf.train.Example` as a plain protobuf message, for
   writers that do not load TensorFlow.
 """
@@ -26,6 +29,7 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     "serialize_instance": "pretraining_schema",
     "mask_dynamically": "pretraining_reader",
     "translation_reader": "translation_reader",
+    "tfrecord_files": "tfrecord_files",
     "translation_dataset": "translation_reader",
     "bucket_lengths": "translation_reader",
     "bucket_batch_sizes": "translation_reader",

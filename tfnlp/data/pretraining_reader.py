@@ -26,74 +26,14 @@ numbers are stateless, drawn from one seed per batch taken from
 datasets built with the same `seed` give the same masks.
 """
 
-import concurrent.futures
-
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from tfnlp.data import pretraining_schema
+from tfnlp.data import pretraining_schema, tfrecord_files
 
 # The original's 80/10/10 split of the selected tokens.
 MASK_TOKEN_RATE = 0.8
 RANDOM_TOKEN_RATE = 0.1
-
-_GZIP_MAGIC = b"\x1f\x8b\x08"  # gzip's magic number and "deflate" method
-_COMPRESSIONS = {"": "", "none": "", "gzip": "GZIP", "zlib": "ZLIB"}
-
-
-def _file_compression(path, compression):
-    """The TFRecord compression type of one file ("", "GZIP" or "ZLIB")."""
-    if compression != "auto":
-        return compression
-    if path.endswith((".gz", ".gzip")):
-        return "GZIP"
-    with tf.io.gfile.GFile(path, "rb") as file:
-        return "GZIP" if file.read(len(_GZIP_MAGIC)) == _GZIP_MAGIC else ""
-
-
-def _normalize_compression(compression):
-    if compression is None:
-        return ""
-    if not isinstance(compression, str):
-        raise TypeError(f"compression must be a string, got {compression!r}.")
-    if compression.lower() == "auto":
-        return "auto"
-    if compression.lower() not in _COMPRESSIONS:
-        raise ValueError(
-            f"compression must be 'auto', 'GZIP', 'ZLIB' or '' (none), got "
-            f"{compression!r}."
-        )
-    return _COMPRESSIONS[compression.lower()]
-
-
-def _match_files(file_pattern):
-    patterns = [file_pattern] if isinstance(file_pattern, str) else list(file_pattern)
-    patterns = [str(pattern) for pattern in patterns]
-    if not patterns or not all(patterns):
-        raise ValueError(
-            f"file_pattern must be a glob or a list of globs of pretraining "
-            f"TFRecord shards, got {file_pattern!r}."
-        )
-    files = set()
-    for pattern in patterns:
-        files.update(tf.io.gfile.glob(pattern))
-    if not files:
-        raise FileNotFoundError(
-            f"No pretraining TFRecord files match {file_pattern!r}. Check the "
-            "path and the glob (for example 'DIR/*.tfrecord*'), or write the "
-            "shards first with `python -m pipelines.pretraining_data`."
-        )
-    return patterns, sorted(files)
-
-
-def _first_record(files, compressions):
-    """The first record of the first non-empty file, or None."""
-    for path in files:
-        records = tf.data.TFRecordDataset(path, compression_type=compressions[path])
-        for record in records.take(1):
-            return path, record.numpy()
-    return None
-
 
 def _check_first_record(path, record, max_seq_length, max_predictions_per_seq):
     """Checks the record's lengths; returns whether it is stored unmasked."""
@@ -391,17 +331,14 @@ def pretraining_dataset(
         raise ValueError(f"masked_lm_prob must be in (0, 1], got {masked_lm_prob}.")
     if shuffle and int(shuffle_buffer) < 1:
         raise ValueError(f"shuffle_buffer must be at least 1, got {shuffle_buffer}.")
-    compression = _normalize_compression(compression)
-    patterns, files = _match_files(file_pattern)
+    compression = tfrecord_files.normalize_compression(compression)
+    patterns, files = tfrecord_files.match_files(
+        file_pattern, "file_pattern", "pretraining", "DIR/*.tfrecord*",
+        "pipelines.pretraining_data",
+    )
+    compressions = tfrecord_files.file_compressions(files, compression)
 
-    if compression == "auto" and len(files) > 1:
-        with concurrent.futures.ThreadPoolExecutor(16) as pool:
-            detected = list(pool.map(lambda path: _file_compression(path, "auto"), files))
-    else:
-        detected = [_file_compression(path, compression) for path in files]
-    compressions = dict(zip(files, detected))
-
-    first = _first_record(files, compressions)
+    first = tfrecord_files.first_record(files, compressions)
     stored_unmasked = False
     if first is not None:
         stored_unmasked = _check_first_record(
@@ -424,21 +361,7 @@ def pretraining_dataset(
     if deterministic is None:
         deterministic = seed is not None or not shuffle
 
-    if len(set(detected)) == 1:
-        compression_of = lambda filename: detected[0]  # noqa: E731
-    else:
-        table = tf.lookup.StaticHashTable(
-            tf.lookup.KeyValueTensorInitializer(
-                tf.constant(files), tf.constant(detected)
-            ),
-            default_value="",
-        )
-        compression_of = table.lookup
-
-    def read_file(filename):
-        return tf.data.TFRecordDataset(
-            filename, compression_type=compression_of(filename)
-        )
+    read_file = tfrecord_files.record_reader(files, compressions)
 
     dataset = tf.data.Dataset.list_files(patterns, shuffle=shuffle, seed=seed)
     dataset = dataset.interleave(
@@ -446,14 +369,9 @@ def pretraining_dataset(
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=deterministic,
     )
-    if shuffle:
-        dataset = dataset.shuffle(
-            int(shuffle_buffer), seed=seed, reshuffle_each_iteration=True
-        )
-    if repeat is True:
-        dataset = dataset.repeat()
-    elif repeat:
-        dataset = dataset.repeat(int(repeat))
+    dataset = tfrecord_files.shuffle_and_repeat(
+        dataset, shuffle, shuffle_buffer, seed, repeat
+    )
     dataset = dataset.batch(int(batch_size), drop_remainder=drop_remainder)
 
     def parse(serialized):

@@ -69,11 +69,9 @@ References:
     the library's length buckets (geometric, step 1.1, from 8).
 """
 
-import concurrent.futures
-
 import tensorflow as tf
 
-from tfnlp.data import translation_schema
+from tfnlp.data import tfrecord_files, translation_schema
 
 DEFAULT_MAX_LENGTH = 128  # the Beam job's --max_length default
 MIN_BUCKET_LENGTH = 8
@@ -82,9 +80,6 @@ LONG_PAIR_ACTIONS = ("drop", "raise")
 # Files read at once; fixed (not AUTOTUNE, which follows the machine's CPU
 # count) so that the record order does not depend on the machine.
 MAX_PARALLEL_FILES = 8
-
-_GZIP_MAGIC = b"\x1f\x8b\x08"  # gzip's magic number and "deflate" method
-_COMPRESSIONS = {"": "", "none": "", "gzip": "GZIP", "zlib": "ZLIB"}
 
 
 def bucket_lengths(max_length, min_length=MIN_BUCKET_LENGTH, length_step=BUCKET_LENGTH_STEP):
@@ -184,68 +179,21 @@ def bucket_batch_sizes(lengths, max_tokens_per_batch, batch_size_multiple=1,
     return sizes
 
 
-def _file_compression(path, compression):
-    """The TFRecord compression type of one file ("", "GZIP" or "ZLIB")."""
-    if compression != "auto":
-        return compression
-    if path.endswith((".gz", ".gzip")):
-        return "GZIP"
-    with tf.io.gfile.GFile(path, "rb") as file:
-        return "GZIP" if file.read(len(_GZIP_MAGIC)) == _GZIP_MAGIC else ""
-
-
-def _normalize_compression(compression):
-    if compression is None:
-        return ""
-    if not isinstance(compression, str):
-        raise TypeError(f"compression must be a string, got {compression!r}.")
-    if compression.lower() == "auto":
-        return "auto"
-    if compression.lower() not in _COMPRESSIONS:
+def _check_first_record(first):
+    """Checks that `first_record`'s record, if any, is a translation pair."""
+    if first is None:
+        return
+    path, record = first
+    feature = tf.train.Example.FromString(record).features.feature
+    missing = [name for name in translation_schema.FEATURE_NAMES
+               if not feature[name].int64_list.value]
+    if missing:
         raise ValueError(
-            f"compression must be 'auto', 'GZIP', 'ZLIB' or '' (none), got "
-            f"{compression!r}."
+            f"{path} does not hold translation pairs: its first record has "
+            f"no int64 {missing} (see tfnlp.data.translation_schema; "
+            "features found: "
+            f"{sorted(feature)})."
         )
-    return _COMPRESSIONS[compression.lower()]
-
-
-def _match_files(files):
-    patterns = [files] if isinstance(files, (str, bytes)) else list(files)
-    patterns = [pattern.decode() if isinstance(pattern, bytes) else str(pattern)
-                for pattern in patterns]
-    if not patterns or not all(patterns):
-        raise ValueError(
-            f"files must be a path or glob, or a list of them, of translation "
-            f"TFRecord shards; got {files!r}."
-        )
-    matched = set()
-    for pattern in patterns:
-        matched.update(tf.io.gfile.glob(pattern))
-    if not matched:
-        raise FileNotFoundError(
-            f"No translation TFRecord files match {files!r}. Check the path and "
-            "the glob (for example 'DIR/translation-*-of-*.tfrecord*'), or write "
-            "the shards first with `python -m pipelines.translation_data`."
-        )
-    return sorted(matched)
-
-
-def _check_first_record(files, compressions):
-    """Checks that the first record of the first non-empty file is a pair."""
-    for path in files:
-        records = tf.data.TFRecordDataset(path, compression_type=compressions[path])
-        for record in records.take(1):
-            feature = tf.train.Example.FromString(record.numpy()).features.feature
-            missing = [name for name in translation_schema.FEATURE_NAMES
-                       if not feature[name].int64_list.value]
-            if missing:
-                raise ValueError(
-                    f"{path} does not hold translation pairs: its first record has "
-                    f"no int64 {missing} (see tfnlp.data.translation_schema; "
-                    "features found: "
-                    f"{sorted(feature)})."
-                )
-            return
 
 
 def _pipelines(input_context, num_input_pipelines, input_pipeline_id):
@@ -430,16 +378,13 @@ def translation_dataset(
         lengths, max_tokens_per_batch, batch_size_multiple, max_batch_size
     )
     pipelines, pipeline = _pipelines(input_context, num_input_pipelines, input_pipeline_id)
-    compression = _normalize_compression(compression)
-    files = _match_files(files)
-
-    if compression == "auto" and len(files) > 1:
-        with concurrent.futures.ThreadPoolExecutor(16) as pool:
-            detected = list(pool.map(lambda path: _file_compression(path, "auto"), files))
-    else:
-        detected = [_file_compression(path, compression) for path in files]
-    compressions = dict(zip(files, detected))
-    _check_first_record(files, compressions)
+    compression = tfrecord_files.normalize_compression(compression)
+    _, files = tfrecord_files.match_files(
+        files, "files", "translation", "DIR/translation-*-of-*.tfrecord*",
+        "pipelines.translation_data",
+    )
+    compressions = tfrecord_files.file_compressions(files, compression)
+    _check_first_record(tfrecord_files.first_record(files, compressions))
 
     shard_pairs = pipelines > 1 and len(files) < pipelines
     if pipelines > 1 and not shard_pairs:
@@ -448,20 +393,7 @@ def translation_dataset(
         deterministic = seed is not None or not shuffle
     deterministic = bool(deterministic or evaluation or shard_pairs)
 
-    used = sorted({compressions[path] for path in files})
-    if len(used) == 1:
-        compression_of = lambda filename: used[0]  # noqa: E731
-    else:
-        table = tf.lookup.StaticHashTable(
-            tf.lookup.KeyValueTensorInitializer(
-                tf.constant(files), tf.constant([compressions[path] for path in files])
-            ),
-            default_value="",
-        )
-        compression_of = table.lookup
-
-    def read_file(filename):
-        return tf.data.TFRecordDataset(filename, compression_type=compression_of(filename))
+    read_file = tfrecord_files.record_reader(files, compressions)
 
     def pairs():
         """The parsed pairs of this pipeline, shuffled and repeated as asked."""
@@ -477,14 +409,9 @@ def translation_dataset(
         )
         if shard_pairs:
             dataset = dataset.shard(pipelines, pipeline)
-        if shuffle:
-            dataset = dataset.shuffle(
-                int(shuffle_buffer), seed=seed, reshuffle_each_iteration=True
-            )
-        if repeat is True:
-            dataset = dataset.repeat()
-        elif repeat:
-            dataset = dataset.repeat(int(repeat))
+        dataset = tfrecord_files.shuffle_and_repeat(
+            dataset, shuffle, shuffle_buffer, seed, repeat
+        )
         return dataset.map(
             translation_schema.parse_example,
             num_parallel_calls=tf.data.AUTOTUNE,

@@ -119,15 +119,21 @@ class Signature:
             A dict from every output key to a numpy array.
 
         Raises:
-            ModelRunError: TensorFlow rejected the inputs (the message is
-                TensorFlow's).
+            ModelRunError: TensorFlow rejected the inputs (the message
+                names the signature and quotes TensorFlow's).
         """
         tensors = {key: tf.constant(value, dtype=self.inputs[key].dtype)
                    for key, value in inputs.items()}
         try:
             outputs = self._function(**tensors)
         except tf.errors.OpError as error:
-            raise ModelRunError(f"{type(error).__name__}: {error.message}") from error
+            raise ModelRunError(
+                f"Signature {self.name!r} failed on these inputs: "
+                f"{type(error).__name__}: {error.message.strip().rstrip('.')}. The inputs have the "
+                "signature's dtypes and shapes, so a value is one the model does not "
+                "accept (e.g. an id outside the vocabulary, or a failed check of the "
+                "model's); correct it and send the request again."
+            ) from error
         return {key: tensor.numpy() for key, tensor in outputs.items()}
 
     def metadata(self):

@@ -1,4 +1,9 @@
-"""The BERT WordPiece tokenizer, in the TensorFlow graph."""
+"""The BERT WordPiece tokenizer, in the TensorFlow graph.
+
+`BertTokenizer` is the Keras layer; `tokenize_any_rank`, which gives string
+tensors of any rank one row of ids per string, also serves
+`tfnlp.text.SentencePieceTokenizer`.
+"""
 
 import keras
 import tensorflow as tf
@@ -19,6 +24,43 @@ def _replacement_character(tokens):
         if chr(code_point) not in used:
             return chr(code_point)
     raise ValueError("Every private-use character appears in the vocabulary.")
+
+
+def tokenize_any_rank(strings, tokenize_rows):
+    """Tokenizes a string tensor of any known rank, a row of ids per string.
+
+    Args:
+        strings: a string tensor of known rank.
+        tokenize_rows: a function from a 1-D string tensor to a RaggedTensor
+            with one row of ids per string.
+
+    Returns:
+        The ids with one more dimension than `strings`: the rows, grouped
+        into the shape of `strings` (uniform dimensions, then the ragged
+        one); for a scalar string, its one row (a 1-D Tensor).
+
+    Raises:
+        ValueError: the rank of `strings` is unknown.
+
+    Example:
+
+    >>> ids = tokenize_any_rank(tf.constant([["a b", "c"]]),
+    ...                         lambda rows: tf.strings.split(rows))
+    >>> ids.to_list()
+    [[[b'a', b'b'], [b'c']]]
+    """
+    rank = strings.shape.rank
+    if rank is None:
+        raise ValueError("tokenize needs strings of known rank.")
+    if rank == 1:
+        return tokenize_rows(strings)
+    ids = tokenize_rows(tf.reshape(strings, [-1]))
+    if rank == 0:
+        return ids[0]
+    shape = tf.shape(strings, out_type=tf.int64)
+    for axis in reversed(range(1, rank)):
+        ids = tf.RaggedTensor.from_uniform_row_length(ids, shape[axis])
+    return ids
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -145,16 +187,7 @@ class BertTokenizer(keras.layers.Layer):
         """Token ids of `strings` (any shape): a RaggedTensor of int64 with
         one more dimension."""
         strings = tf.convert_to_tensor(strings, dtype=tf.string)
-        rank = strings.shape.rank
-        if rank == 1:
-            return self._tokenize_batch(strings)
-        ids = self._tokenize_batch(tf.reshape(strings, [-1]))
-        if rank == 0:
-            return ids[0]
-        shape = tf.shape(strings, out_type=tf.int64)
-        for axis in reversed(range(1, rank)):
-            ids = tf.RaggedTensor.from_uniform_row_length(ids, shape[axis])
-        return ids
+        return tokenize_any_rank(strings, self._tokenize_batch)
 
     def _tokenize_batch(self, strings):
         strings = normalization.normalize_for_wordpiece(

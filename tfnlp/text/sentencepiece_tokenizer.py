@@ -8,6 +8,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from tfnlp.data import translation_schema
+from tfnlp.text.bert_tokenizer import tokenize_any_rank
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -150,19 +151,15 @@ class SentencePieceTokenizer(keras.layers.Layer):
             (a 1-D Tensor for a scalar string). No BOS is added.
         """
         strings = tf.convert_to_tensor(strings, dtype=tf.string)
-        rank = strings.shape.rank
-        if rank is None:
-            raise ValueError("tokenize needs strings of known rank.")
-        ids = self._sentencepiece.tokenize(tf.reshape(strings, [-1]))
-        if add_eos:
-            eos = tf.fill(tf.stack([ids.nrows(), 1]), tf.constant(self.EOS_ID, tf.int32))
-            ids = tf.concat([ids, tf.RaggedTensor.from_tensor(eos)], axis=1)
-        if rank == 0:
-            return ids[0]
-        shape = tf.shape(strings, out_type=tf.int64)
-        for axis in reversed(range(1, rank)):
-            ids = tf.RaggedTensor.from_uniform_row_length(ids, shape[axis])
-        return ids
+
+        def tokenize_rows(rows):
+            ids = self._sentencepiece.tokenize(rows)
+            if add_eos:
+                eos = tf.fill(tf.stack([ids.nrows(), 1]), tf.constant(self.EOS_ID, tf.int32))
+                ids = tf.concat([ids, tf.RaggedTensor.from_tensor(eos)], axis=1)
+            return ids
+
+        return tokenize_any_rank(strings, tokenize_rows)
 
     def detokenize(self, ids):
         """The text of `ids`, as decoder outputs come.

@@ -2,6 +2,7 @@ import keras
 import keras_hub
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from tests.layer_test_helpers import to_numpy
 from tests.model_test_helpers import check_model
@@ -145,3 +146,17 @@ def test_presets_have_the_published_sizes():
 def test_logits_are_float32_under_mixed_precision():
     model = tiny_model(dtype="mixed_bfloat16")
     assert to_numpy(model(batch())).dtype == np.float32
+
+
+def test_a_tensorflow_checkpoint_holds_every_variable(tmp_path):
+    model = tiny_model(norm_first=True)
+    reader = tf.train.load_checkpoint(
+        tf.train.Checkpoint(model=model).write(str(tmp_path / "ckpt")))
+    saved = [name for name in reader.get_variable_to_shape_map() if name.startswith("model/")]
+    assert len(saved) == len(model.weights)
+    keras.utils.set_random_seed(9)
+    restored = TransformerSeq2Seq.from_config(model.get_config())
+    status = tf.train.Checkpoint(model=restored).read(str(tmp_path / "ckpt"))
+    status.assert_consumed()
+    inputs = batch()
+    np.testing.assert_array_equal(to_numpy(restored(inputs)), to_numpy(model(inputs)))

@@ -167,14 +167,15 @@ class TransformerSeq2Seq(keras.Model):
             norm_first=norm_first,
             dtype=policy,
         )
-        self.encoder_blocks = [
-            TransformerEncoderBlock(name=f"encoder_block_{index}", **block_arguments)
-            for index in range(num_encoder_layers)
-        ]
-        self.decoder_blocks = [
-            TransformerDecoderBlock(name=f"decoder_block_{index}", **block_arguments)
-            for index in range(num_decoder_layers)
-        ]
+        # One attribute per block rather than a list: Keras wraps a list in
+        # a TrackedList, which tf.train.Checkpoint does not see, so the
+        # blocks' weights would be left out of the trainer's checkpoints.
+        for index in range(num_encoder_layers):
+            setattr(self, f"encoder_block_{index}",
+                    TransformerEncoderBlock(name=f"encoder_block_{index}", **block_arguments))
+        for index in range(num_decoder_layers):
+            setattr(self, f"decoder_block_{index}",
+                    TransformerDecoderBlock(name=f"decoder_block_{index}", **block_arguments))
         self.encoder_layer_norm = self.decoder_layer_norm = None
         if norm_first:
             self.encoder_layer_norm = keras.layers.LayerNormalization(
@@ -202,6 +203,18 @@ class TransformerSeq2Seq(keras.Model):
         )
         arguments.update(overrides)
         return cls(vocabulary_size=vocabulary_size, **arguments)
+
+    @property
+    def encoder_blocks(self):
+        """The `TransformerEncoderBlock`s, first to last."""
+        return [getattr(self, f"encoder_block_{index}")
+                for index in range(self.num_encoder_layers)]
+
+    @property
+    def decoder_blocks(self):
+        """The `TransformerDecoderBlock`s, first to last."""
+        return [getattr(self, f"decoder_block_{index}")
+                for index in range(self.num_decoder_layers)]
 
     # === Building ===
 

@@ -1,0 +1,438 @@
+"""Latency and throughput of an exported text-in/text-out translation SavedModel.
+
+    python -m benchmarks.translation_serving [--data_dir=DIR --train_steps=150
+        --latency_calls=24 --throughput_batches=3 --rounds=2]
+    python -m benchmarks.translation_serving --export_dir=EXPORT[/VERSION]
+    python -m benchmarks.translation_serving --quick    # a smoke run of seconds
+
+What is measured: `tf.saved_model.load(version).signatures["serving_default"]
+(inputs=...)` (string sentences in, `translations` and `scores` out: the
+SentencePiece tokenization, the decoding and the detokenization all in the
+graph), called on real Multi30k validation English sentences
+(`--sentences`, /work/shared/data/mt/val.en, 1,014 lines, 4 to 27 words,
+median 12), in process, each call's outputs brought to numpy:
+
+- latency: batch 1, `--latency_calls` calls a round (the next sentence each
+  call), p50 / p90 / mean milliseconds a call;
+- throughput: batch `--batch_size` (32), `--throughput_batches` calls a
+  round (the next 32 sentences each call), sentences/s = sentences / time.
+
+The reference, in the same run, is the same export's `translate_ids`
+signature (int32 source ids in, ids out: the same model and decoder without
+the text ops) on the same sentences, tokenized beforehand in Python with the
+same SentencePiece model (`tfnlp.text.SentencePieceTokenizer`, EOS
+appended, cut to the export's `max_length`, 0-padded, exactly as the text
+signature does; not timed). "text / ids" = text time / ids time: the cost of
+tokenizing and detokenizing in the graph (1.00 = none). The two signatures'
+scores must agree ("same scores": they decoded the same ids). Greedy against
+beam 4 is a second comparison: "beam / greedy" = the beam export's time over
+the greedy export's, same signature.
+
+The export. Without `--export_dir` the benchmark makes its own: the
+SentencePiece model of `python -m pipelines.translation_data --shared_vocab`
+on the Multi30k training text (`--data_dir` holds that job's output; without
+it the job runs into a temporary directory first, about 10 s), a
+`TransformerSeq2Seq` preset `--preset` (tiny: 4 + 4 layers, width 128)
+trained `--train_steps` steps on those shards (Adam, label-smoothed
+cross-entropy, token batches of `--max_tokens_per_batch`, no XLA), so that
+it stops its translations at EOS at realistic lengths (an untrained model
+runs every sentence to its length bound `1.5 * source + 10`; the mean
+generated length is reported; 0 train steps measures the random model),
+then exported twice with `trainer.translation_models.export_translation_model`:
+version 1 greedy (`beam_size` 1), version 2 beam search (`--beam_size` 4,
+GNMT length penalty, alpha 0.6), both `max_length` 128, `max_length_a` 1.5,
+`max_length_b` 10 (the trainer's defaults). With `--export_dir` (a base
+directory, whose latest version is used, or one version), that export is
+measured as it is (its own decoder; no greedy / beam comparison).
+
+Cases are interleaved: `--rounds` rounds, each running every case in turn,
+so that machine noise hits all alike; the figures are over all calls. The
+first call of every case (and batch size) is a warm-up, not timed.
+
+Prints a table and writes JSON (default
+benchmarks/results/translation_serving.json; not with --quick unless
+--output is given) with the settings, the machine, the export and every
+call's time. Relative paths are resolved from the repository root.
+"""
+
+import argparse
+import glob
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (the text signature's SentencepieceOp)
+
+from tfnlp.data.translation_schema import EOS_ID, PAD_ID
+from tfnlp.losses import label_smoothed_cross_entropy
+from tfnlp.models.seq2seq import PRESETS, TransformerSeq2Seq
+from tfnlp.models.seq2seq.transformer_seq2seq import (
+    DECODER_TOKEN_IDS,
+    ENCODER_TOKEN_IDS,
+    decoder_inputs,
+)
+from tfnlp.text import SentencePieceTokenizer
+from trainer.translation_models import export_translation_model
+
+REPOSITORY_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SENTENCEPIECE_MODEL = "sentencepiece.model"
+
+
+def from_root(path):
+    return path if os.path.isabs(path) else os.path.normpath(os.path.join(REPOSITORY_ROOT, path))
+
+
+def read_lines(path):
+    with open(path, encoding="utf-8") as file:
+        return [line.strip() for line in file if line.strip()]
+
+
+# === Making an export ===
+
+
+def make_shards(flags, directory):
+    """Runs the translation pipeline on the training text (about 10 s)."""
+    command = [sys.executable, "-m", "pipelines.translation_data",
+               f"--source_file={from_root(flags.source_file)}",
+               f"--target_file={from_root(flags.target_file)}",
+               f"--output_dir={directory}", "--shared_vocab"]
+    subprocess.run(command, check=True, cwd=REPOSITORY_ROOT, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    return directory
+
+
+def train(model, files, flags):
+    """A few hundred steps at most: enough for the model to end its
+    sentences. Returns the losses."""
+    from tfnlp.data import translation_dataset
+
+    if not flags.train_steps:
+        return []
+    dataset = translation_dataset(files, max_tokens_per_batch=flags.max_tokens_per_batch,
+                                  max_length=flags.max_length, shuffle=True, seed=1,
+                                  repeat=True)
+    schedule = keras.optimizers.schedules.CosineDecay(
+        0.0, decay_steps=flags.train_steps, warmup_target=flags.learning_rate,
+        warmup_steps=max(1, flags.train_steps // 5))
+    optimizer = keras.optimizers.Adam(schedule, beta_2=0.98, epsilon=1e-9)
+    variables = model.trainable_variables
+    optimizer.build(variables)
+
+    # One graph for every batch shape (no XLA: the batches have ~45 shapes).
+    @tf.function(reduce_retracing=True)
+    def step(inputs, targets):
+        with tf.GradientTape() as tape:
+            logits = model({ENCODER_TOKEN_IDS: inputs,
+                            DECODER_TOKEN_IDS: decoder_inputs(targets)}, training=True)
+            loss, _ = label_smoothed_cross_entropy(targets, logits, 0.1)
+            loss = tf.reduce_sum(loss) / tf.reduce_sum(tf.cast(targets != PAD_ID, tf.float32))
+        optimizer.apply(tape.gradient(loss, variables), variables)
+        return loss
+
+    losses = []
+    for batch in dataset.take(flags.train_steps):
+        losses.append(float(step(batch["inputs"], batch["targets"])))
+    return losses
+
+
+def make_exports(flags, work_dir):
+    """Trains a small model and exports it greedy (version 1) and with beam
+    search (version 2); returns the versions' paths and a description."""
+    data_dir = from_root(flags.data_dir) if flags.data_dir else make_shards(
+        flags, os.path.join(work_dir, "data"))
+    vocab_file = os.path.join(data_dir, SENTENCEPIECE_MODEL)
+    files = sorted(glob.glob(os.path.join(data_dir, "translation-*")))
+    tokenizer = SentencePieceTokenizer(model_file=vocab_file)
+    keras.utils.set_random_seed(0)
+    overrides = {"num_encoder_layers": flags.num_layers,
+                 "num_decoder_layers": flags.num_layers} if flags.num_layers else {}
+    model = TransformerSeq2Seq.from_preset(
+        flags.preset, vocabulary_size=tokenizer.vocabulary_size, dropout=0.1,
+        max_sequence_length=max(flags.max_length, 256), **overrides)
+    start = time.perf_counter()
+    losses = train(model, files, flags)
+    train_seconds = time.perf_counter() - start
+    export_dir = os.path.join(work_dir, "export")
+    versions = {}
+    start = time.perf_counter()
+    for name, beam_size in (("greedy", 1), (f"beam {flags.beam_size}", flags.beam_size)):
+        record = {"vocab_file": vocab_file, "max_length": flags.max_length,
+                  "beam_size": beam_size, "length_penalty": "gnmt",
+                  "length_penalty_alpha": 0.6, "max_length_a": 1.5, "max_length_b": 10}
+        versions[name] = (export_translation_model(model, export_dir, record), record)
+    description = {
+        "made_here": True, "preset": flags.preset, "num_layers": flags.num_layers or None,
+        "parameters": int(model.count_params()), "vocabulary_size": tokenizer.vocabulary_size,
+        "train_steps": flags.train_steps, "max_tokens_per_batch": flags.max_tokens_per_batch,
+        "train_seconds": train_seconds, "export_seconds": time.perf_counter() - start,
+        "first_losses": losses[:3], "last_losses": losses[-3:],
+        "records": {name: record for name, (_, record) in versions.items()},
+    }
+    return {name: path for name, (path, _) in versions.items()}, vocab_file, description
+
+
+def existing_export(path):
+    """A version directory: `path` itself or its highest numbered version."""
+    path = from_root(path)
+    if os.path.exists(os.path.join(path, "saved_model.pb")):
+        return path
+    versions = [name for name in os.listdir(path)
+                if name.isdigit() and os.path.exists(os.path.join(path, name, "saved_model.pb"))]
+    if not versions:
+        raise FileNotFoundError(f"{path} is neither a SavedModel nor a directory of versions.")
+    return os.path.join(path, max(versions, key=int))
+
+
+def export_settings(version):
+    """The loaded export and its `max_length` (the width of its output ids)."""
+    loaded = tf.saved_model.load(version)
+    ids = loaded.signatures["translate_ids"]
+    max_length = ids.structured_outputs["ids"].shape[-1]
+    return loaded, max_length
+
+
+# === Measuring ===
+
+
+def source_ids(tokenizer, sentences, max_length):
+    """What the text signature feeds its decoder (see
+    `tfnlp.export.translation_signatures.TranslationSignatures.source_ids`)."""
+    pieces = tokenizer.tokenize(tf.constant(sentences))[:, : max_length - 1]
+    eos = tf.fill([pieces.nrows(), 1], tf.constant(EOS_ID, pieces.dtype))
+    return tf.cast(tf.concat([pieces, eos], axis=1).to_tensor(default_value=PAD_ID), tf.int32)
+
+
+def make_calls(tokenizer, max_length, sentences, batch_size, calls_per_round, rounds):
+    """The inputs of every call: `rounds * calls_per_round` batches of the
+    next sentences (no batch repeats unless the sentences run out)."""
+    batches = []
+    for index in range(rounds * calls_per_round + 1):  # +1: the warm-up call
+        start = (index * batch_size) % max(1, len(sentences) - batch_size + 1)
+        text = sentences[start: start + batch_size]
+        batch = {"text": tf.constant(text)}
+        if tokenizer is not None:
+            batch["ids"] = source_ids(tokenizer, text, max_length)
+        batches.append(batch)
+    return batches
+
+
+def run_text(signature, batch):
+    outputs = signature(inputs=batch["text"])
+    return {name: value.numpy() for name, value in outputs.items()}
+
+
+def run_ids(signature, batch):
+    outputs = signature(source_ids=batch["ids"])
+    return {name: value.numpy() for name, value in outputs.items()}
+
+
+def measure(cases, rounds, calls_per_round):
+    """Interleaved timing; `cases` maps a name to (function, batches)."""
+    times = {name: [] for name in cases}
+    outputs = {name: [] for name in cases}
+    for name, (function, batches) in cases.items():
+        function(batches[-1])  # warm-up (the extra batch)
+    for round_index in range(rounds):
+        for name, (function, batches) in cases.items():
+            for call in range(calls_per_round):
+                batch = batches[round_index * calls_per_round + call]
+                start = time.perf_counter()
+                result = function(batch)
+                times[name].append(time.perf_counter() - start)
+                if round_index == 0:
+                    outputs[name].append(result)
+    return times, outputs
+
+
+def summary(seconds, batch_size):
+    seconds = np.asarray(seconds)
+    return {
+        "calls": int(seconds.size),
+        "p50_ms": float(np.percentile(seconds, 50) * 1e3),
+        "p90_ms": float(np.percentile(seconds, 90) * 1e3),
+        "mean_ms": float(seconds.mean() * 1e3),
+        "sentences_per_second": float(batch_size * seconds.size / seconds.sum()),
+        "call_seconds": seconds.tolist(),
+    }
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--export_dir", default=None,
+                        help="an existing export (base directory or version) to measure; "
+                             "default: train and export a small model here")
+    parser.add_argument("--sentences", default="/work/shared/data/mt/val.en")
+    parser.add_argument("--vocab_file", default=None,
+                        help="with --export_dir: its SentencePiece model (the run's "
+                             "serving.json names it), for the translate_ids reference; "
+                             "without it only serving_default is measured")
+    parser.add_argument("--data_dir", default=None,
+                        help="output of pipelines.translation_data --shared_vocab "
+                             "(default: run it into a temporary directory)")
+    parser.add_argument("--source_file", default="/work/shared/data/mt/train.en")
+    parser.add_argument("--target_file", default="/work/shared/data/mt/train.de")
+    parser.add_argument("--preset", default="tiny", choices=sorted(PRESETS))
+    parser.add_argument("--num_layers", type=int, default=0,
+                        help="encoder and decoder blocks each (0: the preset's)")
+    parser.add_argument("--train_steps", type=int, default=150)
+    parser.add_argument("--learning_rate", type=float, default=2e-3)
+    parser.add_argument("--max_tokens_per_batch", type=int, default=4096)
+    parser.add_argument("--max_length", type=int, default=128)
+    parser.add_argument("--beam_size", type=int, default=4)
+    parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--latency_calls", type=int, default=24, help="batch-1 calls a round")
+    parser.add_argument("--throughput_batches", type=int, default=3,
+                        help="batch_size calls a round")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--keep_export", default=None,
+                        help="copy the export made here to this directory")
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke run: 1 + 1 blocks, 10 train steps, few calls")
+    parser.add_argument("--output", default=None,
+                        help="the JSON file (default benchmarks/results/translation_serving.json;"
+                             " none with --quick)")
+    flags = parser.parse_args(argv)
+    if flags.quick:
+        flags.num_layers, flags.train_steps, flags.max_tokens_per_batch = 1, 10, 1024
+        flags.latency_calls, flags.throughput_batches, flags.rounds = 3, 1, 1
+        flags.batch_size = 8
+    elif flags.output is None:
+        flags.output = "benchmarks/results/translation_serving.json"
+
+    work_dir = tempfile.mkdtemp(prefix="translation_serving_")
+    try:
+        if flags.export_dir:
+            version = existing_export(flags.export_dir)
+            versions = {"export": version}
+            vocab_file = flags.vocab_file
+            description = {"made_here": False, "version": version}
+        else:
+            versions, vocab_file, description = make_exports(flags, work_dir)
+            if flags.keep_export:
+                target = from_root(flags.keep_export)
+                shutil.copytree(os.path.dirname(next(iter(versions.values()))), target,
+                                dirs_exist_ok=True)
+        report = benchmark(flags, versions, vocab_file, description)
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
+    return report
+
+
+def benchmark(flags, versions, vocab_file, description):
+    sentences = read_lines(from_root(flags.sentences))
+    tokenizer = SentencePieceTokenizer(model_file=vocab_file) if vocab_file else None
+    loaded_models, meta = [], {}
+    groups = {1: {}, flags.batch_size: {}}  # batch size -> case -> (function, batches)
+    calls = {1: flags.latency_calls, flags.batch_size: flags.throughput_batches}
+    for name, version in versions.items():
+        loaded, max_length = export_settings(version)
+        loaded_models.append(loaded)  # keeps the signatures' objects alive
+        meta[name] = {"version": version, "max_length": int(max_length)}
+        text_signature = loaded.signatures["serving_default"]
+        ids_signature = loaded.signatures["translate_ids"]
+        for batch_size, group in groups.items():
+            batches = make_calls(tokenizer, max_length, sentences, batch_size,
+                                 calls[batch_size], flags.rounds)
+            group[(name, "serving_default")] = (
+                lambda batch, signature=text_signature: run_text(signature, batch), batches)
+            if tokenizer is not None:
+                group[(name, "translate_ids")] = (
+                    lambda batch, signature=ids_signature: run_ids(signature, batch), batches)
+
+    rows = []
+    for batch_size, group in groups.items():
+        times, outputs = measure(group, flags.rounds, calls[batch_size])
+        for key in group:
+            name, signature = key
+            row = {"export": name, "batch_size": batch_size, "signature": signature}
+            row.update(summary(times[key], batch_size))
+            if signature == "translate_ids":
+                lengths = np.concatenate([result["lengths"] for result in outputs[key]])
+                row["mean_generated_tokens"] = float(lengths.mean())
+                # The length bound of generate: ceil(1.5 * source) + 10 (no EOS counted).
+                sources = np.concatenate([
+                    np.count_nonzero(batch["ids"].numpy(), axis=1) - 1
+                    for batch in group[key][1][: len(outputs[key])]])
+                bounds = np.minimum(np.ceil(1.5 * sources) + 10,
+                                    meta[name]["max_length"])
+                row["mean_source_tokens"] = float(sources.mean())
+                row["share_at_length_bound"] = float(np.mean(lengths >= bounds))
+                text_scores = np.concatenate(
+                    [result["scores"] for result in outputs[(name, "serving_default")]])
+                ids_scores = np.concatenate([result["scores"] for result in outputs[key]])
+                row["same_scores"] = bool(np.allclose(text_scores, ids_scores, atol=1e-4))
+            rows.append(row)
+
+    def find(export, batch_size, signature):
+        for row in rows:
+            if (row["export"], row["batch_size"], row["signature"]) == (export, batch_size,
+                                                                        signature):
+                return row
+        return None
+
+    for row in rows:
+        ids = find(row["export"], row["batch_size"], "translate_ids")
+        if row["signature"] == "serving_default" and ids:
+            row["text_over_ids"] = row["mean_ms"] / ids["mean_ms"]
+        greedy = find("greedy", row["batch_size"], row["signature"])
+        if greedy and row["export"] != "greedy":
+            row["beam_over_greedy"] = row["mean_ms"] / greedy["mean_ms"]
+
+    machine = (f"{platform.processor() or platform.machine()} ({os.cpu_count()} cores), "
+               f"{platform.platform()}, TensorFlow {tf.__version__}")
+    print(f"Translation SavedModel serving, in process, on {machine}")
+    if description.get("made_here"):
+        layers = description["num_layers"]
+        losses = description["first_losses"][:1] + description["last_losses"][-1:]
+        training = (f"trained {description['train_steps']} steps "
+                    f"({description['train_seconds']:.0f} s, loss "
+                    f"{' -> '.join(f'{loss:.2f}' for loss in losses)})"
+                    if losses else "untrained (random weights)")
+        print(f"export: TransformerSeq2Seq {description['preset']}"
+              f"{f' ({layers} + {layers} layers)' if layers else ''}"
+              f" ({description['parameters']:,d} parameters, vocabulary "
+              f"{description['vocabulary_size']}), {training}, exported greedy and beam "
+              f"{flags.beam_size}")
+    else:
+        print(f"export: {description['version']}")
+    print(f"inputs: {flags.sentences} ({len(sentences)} sentences), batch 1 and "
+          f"{flags.batch_size}; {flags.rounds} rounds")
+    header = (f"{'export':8} {'batch':>5} {'signature':16} {'p50 ms':>8} {'p90 ms':>8} "
+              f"{'mean ms':>8} {'sent/s':>8} {'gen tok':>7} {'at bound':>8} {'text/ids':>8} "
+              f"{'beam/greedy':>11} {'same scores':>11}")
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        def optional(key, width, form):
+            value = row.get(key)
+            return f"{'':>{width}}" if value is None else f"{value:>{width}{form}}"
+        same = row.get("same_scores")
+        print(f"{row['export']:8} {row['batch_size']:5d} {row['signature']:16} "
+              f"{row['p50_ms']:8.1f} {row['p90_ms']:8.1f} {row['mean_ms']:8.1f} "
+              f"{row['sentences_per_second']:8.1f} {optional('mean_generated_tokens', 7, '.1f')} "
+              f"{optional('share_at_length_bound', 8, '.0%')} "
+              f"{optional('text_over_ids', 8, '.2f')} {optional('beam_over_greedy', 11, '.2f')} "
+              f"{'' if same is None else str(same):>11}")
+    report = {"settings": vars(flags), "machine": {"description": machine,
+                                                  "python": platform.python_version(),
+                                                  "cpus": os.cpu_count()},
+              "export": dict(description, versions=meta), "results": rows}
+    if flags.output:
+        output = from_root(flags.output)
+        os.makedirs(os.path.dirname(output), exist_ok=True)
+        with open(output, "w", encoding="utf-8") as file:
+            json.dump(report, file, indent=2)
+        print(f"wrote {output}")
+    return report
+
+
+if __name__ == "__main__":
+    main()

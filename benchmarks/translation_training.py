@@ -1,0 +1,483 @@
+"""Training throughput of tfnlp's TransformerSeq2Seq against keras-hub layers.
+
+    python -m benchmarks.translation_training [--data_dir=DIR --buckets=3
+        --batches_per_bucket=2 --rounds=3 --eager_rounds=1]
+    python -m benchmarks.translation_training --quick    # a smoke run of seconds
+    KERAS_BACKEND=jax python -m benchmarks.translation_training   # the JAX path
+
+Two models of the same sizes (`TransformerSeq2Seq` preset `--preset`, tiny:
+4 + 4 layers, width 128, 4 heads, feed-forward 256, post-LN, ReLU; a shared
+`--vocabulary_size` vocabulary; dropout `--dropout` on the embeddings,
+attention weights and sublayer outputs):
+
+- tfnlp: `tfnlp.models.TransformerSeq2Seq.from_preset(...)`;
+- keras-hub (the reference): `keras_hub.layers.ReversibleEmbedding` (the
+  token embedding, tied to the output projection, the same initializer),
+  scaled by sqrt(width), plus `keras_hub.layers.SinePositionEncoding`, then
+  `keras.layers.Dropout`; `keras_hub.layers.TransformerEncoder` blocks with the
+  source padding mask; `keras_hub.layers.TransformerDecoder` blocks (causal
+  self-attention, cross-attention with the source padding mask; no decoder
+  padding mask, as tfnlp's, since causal attention never reads the padding
+  behind a row's end).
+
+Both train with the same step, written here, only the model differs: the
+logits of `{"encoder_token_ids", "decoder_token_ids"}`,
+`tfnlp.losses.label_smoothed_cross_entropy` (epsilon 0.1) summed over the
+real target tokens and divided by their number, gradients, and
+`keras.optimizers.Adam` (learning rate 5e-4, beta_2 0.98, epsilon 1e-9; one
+optimizer per model). On TensorFlow the step is a
+`tf.function(jit_compile=True)` over a `tf.GradientTape` (the "XLA" rows),
+and the same `tf.function` without XLA (the "graph" rows, `--eager_rounds`
+rounds; 0 skips them). With `KERAS_BACKEND=jax` the same loss runs through
+`model.stateless_call` under `jax.value_and_grad` and
+`optimizer.stateless_apply`, in one `jax.jit` (the "jax.jit" rows; there is
+no non-XLA case on JAX).
+
+The batches are real Multi30k En-De pairs: the shards of `python -m
+pipelines.translation_data --source_file=/work/shared/data/mt/train.en
+--target_file=/work/shared/data/mt/train.de --shared_vocab` (`--data_dir`;
+without it the pipeline runs into a temporary directory first, about 10 s)
+read by `tfnlp.data.translation_dataset` (a budget of
+`--max_tokens_per_batch` = 4096 padded positions per side, length buckets
+padded to the bucket length, max length 128, shuffled with seed 1). One
+epoch has 137 batches of 45 shapes; compiling every shape for two models
+would take most of the time on a small CPU, so the benchmark uses the
+`--buckets` most frequent bucket shapes of the epoch (3: (273, 15),
+(240, 17), (186, 22) source x target, 22% of the epoch's real tokens; their
+lengths are the common ones, near the mean 16 ids a side) and the first
+`--batches_per_bucket` batches of each. Every shape is compiled (one warm-up
+step each) before timing. The decoder inputs are the targets shifted right
+behind BOS (`tfnlp.models.seq2seq.transformer_seq2seq.decoder_inputs`),
+computed once with the batches.
+
+Timing: `--rounds` rounds; in each, every batch is run by tfnlp then by
+keras-hub (interleaved, so that machine noise hits both alike), each step
+timed until its loss is on the host. A model's time for the batch set is the
+sum over its batches of each batch's median step time over the rounds, and
+its throughput the real (non-padding) source + target tokens of the set over
+that time. Ratio = tfnlp tokens/s / keras-hub tokens/s (goal at least 1.25).
+
+Prints a table and writes JSON (default
+benchmarks/results/translation_training.json; not with --quick unless
+--output is given) with the settings, the machine, every step time and the
+figures. Relative paths are resolved from the repository root.
+"""
+
+import argparse
+import collections
+import glob
+import json
+import math
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import keras
+import keras_hub
+import numpy as np
+from keras import ops
+
+from tfnlp.losses import label_smoothed_cross_entropy
+from tfnlp.models.seq2seq import PRESETS, TransformerSeq2Seq
+from tfnlp.models.seq2seq.transformer_seq2seq import (
+    DECODER_TOKEN_IDS,
+    ENCODER_TOKEN_IDS,
+    decoder_inputs,
+)
+
+REPOSITORY_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SPEED_GOAL = 1.25
+DATA_SEED = 1
+
+
+def from_root(path):
+    return path if os.path.isabs(path) else os.path.normpath(os.path.join(REPOSITORY_ROOT, path))
+
+
+# === The reference model ===
+
+
+class KerasHubSeq2Seq(keras.Model):
+    """The Transformer encoder-decoder of `TransformerSeq2Seq`'s sizes, built
+    from keras-hub's layers (post-LN blocks, tied embeddings)."""
+
+    def __init__(self, vocabulary_size, num_encoder_layers, num_decoder_layers, hidden_dim,
+                 num_heads, intermediate_dim, dropout, **kwargs):
+        super().__init__(**kwargs)
+        self.hidden_dim = hidden_dim
+        self.token_embedding = keras_hub.layers.ReversibleEmbedding(
+            vocabulary_size, hidden_dim, tie_weights=True,
+            embeddings_initializer=keras.initializers.RandomNormal(stddev=hidden_dim**-0.5),
+            name="token_embedding")
+        self.positions = keras_hub.layers.SinePositionEncoding(name="positions")
+        self.embeddings_dropout = keras.layers.Dropout(dropout, name="embeddings_dropout")
+        self.encoder_blocks = [
+            keras_hub.layers.TransformerEncoder(intermediate_dim, num_heads, dropout=dropout,
+                                                name=f"encoder_block_{index}")
+            for index in range(num_encoder_layers)]
+        self.decoder_blocks = [
+            keras_hub.layers.TransformerDecoder(intermediate_dim, num_heads, dropout=dropout,
+                                                name=f"decoder_block_{index}")
+            for index in range(num_decoder_layers)]
+
+    def embed(self, token_ids, training=None):
+        x = self.token_embedding(token_ids)
+        x = x * ops.cast(math.sqrt(self.hidden_dim), x.dtype)
+        x = x + self.positions(x)
+        return self.embeddings_dropout(x, training=training)
+
+    def call(self, inputs, training=None):
+        source = ops.cast(inputs[ENCODER_TOKEN_IDS], "int32")
+        padding_mask = ops.not_equal(source, 0)
+        x = self.embed(source, training)
+        for block in self.encoder_blocks:
+            x = block(x, padding_mask=padding_mask, training=training)
+        y = self.embed(ops.cast(inputs[DECODER_TOKEN_IDS], "int32"), training)
+        for block in self.decoder_blocks:
+            y = block(y, x, encoder_padding_mask=padding_mask, training=training)
+        return ops.cast(self.token_embedding(y, reverse=True), "float32")
+
+
+def build_models(flags):
+    encoder_layers, decoder_layers, hidden_dim, num_heads, intermediate_dim = PRESETS[flags.preset]
+    if flags.num_layers:
+        encoder_layers = decoder_layers = flags.num_layers
+    keras.utils.set_random_seed(0)
+    ours = TransformerSeq2Seq.from_preset(flags.preset, vocabulary_size=flags.vocabulary_size,
+                                          num_encoder_layers=encoder_layers,
+                                          num_decoder_layers=decoder_layers,
+                                          dropout=flags.dropout)
+    reference = KerasHubSeq2Seq(flags.vocabulary_size, encoder_layers, decoder_layers,
+                                hidden_dim, num_heads, intermediate_dim, flags.dropout)
+    sample = {ENCODER_TOKEN_IDS: np.array([[5, 6, 3]], "int32"),
+              DECODER_TOKEN_IDS: np.array([[2, 7, 8]], "int32")}
+    for model in (ours, reference):
+        model(sample)  # builds every variable
+    return {"tfnlp": ours, "keras_hub": reference}
+
+
+def make_optimizer():
+    return keras.optimizers.Adam(learning_rate=5e-4, beta_2=0.98, epsilon=1e-9)
+
+
+# === The training step (the same for both models) ===
+
+
+def mean_loss(targets, logits, label_smoothing):
+    """Label-smoothed cross-entropy per real target token."""
+    loss, _ = label_smoothed_cross_entropy(targets, logits, label_smoothing)
+    tokens = ops.sum(ops.cast(ops.not_equal(targets, 0), "float32"))
+    return ops.sum(loss) / ops.maximum(tokens, 1.0)
+
+
+def model_inputs(batch):
+    return {ENCODER_TOKEN_IDS: batch["inputs"], DECODER_TOKEN_IDS: batch["decoder_inputs"]}
+
+
+class TensorFlowTrainer:
+    """A `tf.function` train step (GradientTape + optimizer.apply)."""
+
+    def __init__(self, model, label_smoothing, jit_compile):
+        import tensorflow as tf
+
+        self.optimizer = make_optimizer()
+        variables = model.trainable_variables
+        self.optimizer.build(variables)
+
+        # Without XLA, one graph serves every shape (as a non-XLA trainer
+        # runs); with XLA each shape compiles anyway.
+        @tf.function(jit_compile=jit_compile, reduce_retracing=not jit_compile)
+        def step(batch):
+            with tf.GradientTape() as tape:
+                logits = model(model_inputs(batch), training=True)
+                loss = mean_loss(batch["targets"], logits, label_smoothing)
+            gradients = tape.gradient(loss, variables)
+            self.optimizer.apply(gradients, variables)
+            return loss
+
+        self.step = step
+
+    def __call__(self, batch):
+        return float(self.step(batch))  # waits for the step
+
+
+class JaxTrainer:
+    """A `jax.jit` train step over `model.stateless_call` and
+    `optimizer.stateless_apply`; the state lives here between steps."""
+
+    def __init__(self, model, label_smoothing, jit_compile=True):
+        import jax
+
+        self.optimizer = make_optimizer()
+        self.optimizer.build(model.trainable_variables)
+
+        def loss_function(trainable, non_trainable, batch):
+            logits, non_trainable = model.stateless_call(
+                trainable, non_trainable, model_inputs(batch), training=True)
+            return mean_loss(batch["targets"], logits, label_smoothing), non_trainable
+
+        gradient_function = jax.value_and_grad(loss_function, has_aux=True)
+
+        def step(state, batch):
+            trainable, non_trainable, optimizer_variables = state
+            (loss, non_trainable), gradients = gradient_function(trainable, non_trainable, batch)
+            trainable, optimizer_variables = self.optimizer.stateless_apply(
+                optimizer_variables, gradients, trainable)
+            return loss, (trainable, non_trainable, optimizer_variables)
+
+        self.step = jax.jit(step, donate_argnums=0)
+        self.state = (
+            [variable.value for variable in model.trainable_variables],
+            [variable.value for variable in model.non_trainable_variables],
+            [variable.value for variable in self.optimizer.variables],
+        )
+
+    def __call__(self, batch):
+        loss, self.state = self.step(self.state, batch)
+        return float(loss)  # waits for the step
+
+
+def trainers(models, flags, jit_compile):
+    trainer_class = JaxTrainer if keras.backend.backend() == "jax" else TensorFlowTrainer
+    return {name: trainer_class(model, flags.label_smoothing, jit_compile)
+            for name, model in models.items()}
+
+
+# === Data ===
+
+
+def make_shards(flags, directory):
+    """Runs the translation pipeline on the training text (about 10 s)."""
+    command = [sys.executable, "-m", "pipelines.translation_data",
+               f"--source_file={from_root(flags.source_file)}",
+               f"--target_file={from_root(flags.target_file)}",
+               f"--output_dir={directory}", "--shared_vocab",
+               f"--vocab_size={flags.vocabulary_size}"]
+    subprocess.run(command, check=True, cwd=REPOSITORY_ROOT, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    return directory
+
+
+def select_batches(data_dir, flags):
+    """The first `batches_per_bucket` batches of the `buckets` most frequent
+    shapes of one shuffled epoch, and statistics of the epoch."""
+    from tfnlp.data import translation_dataset
+
+    files = sorted(glob.glob(os.path.join(data_dir, "translation-*")))
+    if not files:
+        raise FileNotFoundError(f"No translation-* shards in {data_dir}.")
+    dataset = translation_dataset(files, max_tokens_per_batch=flags.max_tokens_per_batch,
+                                  max_length=flags.max_length, shuffle=True, seed=DATA_SEED,
+                                  repeat=False)
+    if flags.read_batches:
+        dataset = dataset.take(flags.read_batches)
+    by_shape = collections.defaultdict(list)
+    for batch in dataset.as_numpy_iterator():
+        by_shape[batch["inputs"].shape + batch["targets"].shape].append(batch)
+    epoch_batches = sum(len(batches) for batches in by_shape.values())
+    epoch_tokens = sum(real_tokens(batch) for batches in by_shape.values() for batch in batches)
+    # Most frequent first; ties: more real tokens first.
+    shapes = sorted(by_shape, key=lambda shape: (-len(by_shape[shape]),
+                                                 -sum(map(real_tokens, by_shape[shape]))))
+    chosen = shapes[: flags.buckets]
+    batches = []
+    for shape in chosen:
+        for batch in by_shape[shape][: flags.batches_per_bucket]:
+            batch = {name: batch[name].astype("int32") for name in ("inputs", "targets")}
+            batch["decoder_inputs"] = np.asarray(decoder_inputs(batch["targets"])).astype("int32")
+            batches.append(batch)
+    chosen_tokens = sum(real_tokens(batch) for shape in chosen for batch in by_shape[shape])
+    epoch = {"batches": epoch_batches, "shapes": len(by_shape),
+             "real_tokens": epoch_tokens,
+             "chosen_shapes": [list(shape) for shape in chosen],
+             "chosen_shapes_token_share": chosen_tokens / epoch_tokens}
+    return batches, epoch
+
+
+def real_tokens(batch):
+    return int(np.count_nonzero(batch["inputs"]) + np.count_nonzero(batch["targets"]))
+
+
+def on_device(batch):
+    """The batch as backend tensors, so that no step pays a host copy."""
+    return {name: ops.convert_to_tensor(value) for name, value in batch.items()}
+
+
+# === Timing ===
+
+
+def measure(named_trainers, batches, rounds):
+    """Per-batch step seconds (wall clock and this process's CPU time) of each
+    trainer over `rounds` interleaved rounds, after one warm-up step of every
+    batch shape. Returns the times and the warm-up seconds (tracing and
+    compilation) per trainer."""
+    warmup = {}
+    for name, trainer in named_trainers.items():
+        start = time.perf_counter()
+        seen = set()
+        for batch in batches:
+            shape = tuple(batch["inputs"].shape) + tuple(batch["targets"].shape)
+            if shape not in seen:
+                seen.add(shape)
+                trainer(batch)
+        warmup[name] = time.perf_counter() - start
+    times = {name: {"wall": [[] for _ in batches], "cpu": [[] for _ in batches]}
+             for name in named_trainers}
+    for _ in range(rounds):
+        for index, batch in enumerate(batches):
+            for name, trainer in named_trainers.items():
+                start, start_cpu = time.perf_counter(), time.process_time()
+                loss = trainer(batch)
+                times[name]["wall"][index].append(time.perf_counter() - start)
+                times[name]["cpu"][index].append(time.process_time() - start_cpu)
+                if not math.isfinite(loss):
+                    raise FloatingPointError(f"{name}: the loss is {loss}.")
+    return times, warmup
+
+
+def summarise(times, warmup, tokens, positions):
+    """Wall: each batch's fastest step (the least disturbed by other
+    processes on a shared machine), summed over the batches; CPU: each
+    batch's median CPU seconds, summed."""
+    rows = {}
+    for name, measured in times.items():
+        seconds = float(sum(min(batch_times) for batch_times in measured["wall"]))
+        cpu_seconds = float(sum(np.median(batch_times) for batch_times in measured["cpu"]))
+        rows[name] = {
+            "seconds_per_batch_set": seconds,
+            "tokens_per_second": tokens / seconds,
+            "positions_per_second": positions / seconds,
+            "cpu_seconds_per_batch_set": cpu_seconds,
+            "tokens_per_cpu_second": tokens / cpu_seconds,
+            "warmup_seconds": warmup[name],
+            "step_seconds": measured["wall"],
+            "step_cpu_seconds": measured["cpu"],
+        }
+    rows["ratio"] = rows["tfnlp"]["tokens_per_second"] / rows["keras_hub"]["tokens_per_second"]
+    rows["cpu_ratio"] = (rows["tfnlp"]["tokens_per_cpu_second"]
+                         / rows["keras_hub"]["tokens_per_cpu_second"])
+    return rows
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data_dir", default=None,
+                        help="shards of pipelines.translation_data (default: make them)")
+    parser.add_argument("--source_file", default="/work/shared/data/mt/train.en")
+    parser.add_argument("--target_file", default="/work/shared/data/mt/train.de")
+    parser.add_argument("--preset", default="tiny", choices=sorted(PRESETS))
+    parser.add_argument("--num_layers", type=int, default=0,
+                        help="encoder and decoder blocks each (0: the preset's)")
+    parser.add_argument("--vocabulary_size", type=int, default=8000)
+    parser.add_argument("--dropout", type=float, default=0.1)
+    parser.add_argument("--label_smoothing", type=float, default=0.1)
+    parser.add_argument("--max_tokens_per_batch", type=int, default=4096)
+    parser.add_argument("--max_length", type=int, default=128)
+    parser.add_argument("--buckets", type=int, default=2, help="bucket shapes timed")
+    parser.add_argument("--batches_per_bucket", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=3, help="timed rounds, compiled steps")
+    parser.add_argument("--eager_rounds", type=int, default=2,
+                        help="timed rounds of the non-XLA tf.function (TensorFlow; 0: skip)")
+    parser.add_argument("--read_batches", type=int, default=0,
+                        help="batches of the epoch read to choose from (0: all)")
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke run: 1 + 1 blocks, one 512-token batch, 1 round")
+    parser.add_argument("--output", default=None,
+                        help="the JSON file (default benchmarks/results/translation_training.json;"
+                             " none with --quick)")
+    flags = parser.parse_args(argv)
+    if flags.quick:
+        flags.buckets, flags.batches_per_bucket, flags.rounds, flags.eager_rounds = 1, 1, 1, 1
+        flags.max_tokens_per_batch, flags.num_layers, flags.read_batches = 512, 1, 50
+    elif flags.output is None:
+        flags.output = "benchmarks/results/translation_training.json"
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        tf.get_logger().setLevel("ERROR")  # the XLA step retraces once per shape, as meant
+
+    temporary = None
+    started = time.perf_counter()
+    try:
+        data_dir = flags.data_dir and from_root(flags.data_dir)
+        if not data_dir:
+            temporary = tempfile.mkdtemp(prefix="translation_training_")
+            data_dir = make_shards(flags, temporary)
+        batches, epoch = select_batches(data_dir, flags)
+    finally:
+        if temporary:
+            shutil.rmtree(temporary, ignore_errors=True)
+    data_seconds = time.perf_counter() - started
+    tokens = sum(real_tokens(batch) for batch in batches)
+    positions = sum(batch["inputs"].size + batch["targets"].size for batch in batches)
+    device_batches = [on_device(batch) for batch in batches]
+
+    models = build_models(flags)
+    parameters = {name: int(model.count_params()) for name, model in models.items()}
+
+    cases = [("jax.jit" if backend == "jax" else "XLA", True, flags.rounds)]
+    if backend == "tensorflow" and flags.eager_rounds:
+        cases.append(("graph (no XLA)", False, flags.eager_rounds))
+    results = {}
+    for case, jit_compile, rounds in cases:
+        times, warmup = measure(trainers(models, flags, jit_compile), device_batches, rounds)
+        results[case] = summarise(times, warmup, tokens, positions)
+
+    machine = (f"{platform.processor() or platform.machine()} ({os.cpu_count()} cores), "
+               f"{platform.platform()}")
+    print(f"Training tokens/s, TransformerSeq2Seq {flags.preset} vs keras-hub layers of the same "
+          f"sizes (vocabulary {flags.vocabulary_size}, dropout {flags.dropout}, label smoothing "
+          f"{flags.label_smoothing}, Adam), backend {backend}, on {machine}")
+    print(f"batches: {len(batches)} real Multi30k batches of {flags.max_tokens_per_batch} padded "
+          f"positions a side, shapes (batch, source length, batch, target length) "
+          f"{epoch['chosen_shapes']} ({epoch['chosen_shapes_token_share']:.0%} of an epoch's "
+          f"real tokens); {tokens} real tokens of {positions} positions "
+          f"(padding {1 - tokens / positions:.1%})")
+    print(f"parameters: tfnlp {parameters['tfnlp']:,d}, keras-hub {parameters['keras_hub']:,d}")
+    header = (f"{'step':16} {'model':10} {'real tokens/s':>14} {'s / batch set':>14} "
+              f"{'ratio':>7} {'tokens/CPU-s':>13} {'CPU ratio':>9} {'warm-up s':>10}")
+    print(header)
+    print("-" * len(header))
+    for case, rows in results.items():
+        for name in ("tfnlp", "keras_hub"):
+            row = rows[name]
+            ours = name == "tfnlp"
+            ratio = f"{rows['ratio']:7.2f}" if ours else " " * 7
+            cpu_ratio = f"{rows['cpu_ratio']:9.2f}" if ours else " " * 9
+            print(f"{case:16} {name:10} {row['tokens_per_second']:14.0f} "
+                  f"{row['seconds_per_batch_set']:14.3f} {ratio} "
+                  f"{row['tokens_per_cpu_second']:13.0f} {cpu_ratio} "
+                  f"{row['warmup_seconds']:10.1f}")
+    main_ratio = results[cases[0][0]]["ratio"]
+    print(f"\ntfnlp / keras-hub real tokens/s ({cases[0][0]}): {main_ratio:.2f}x "
+          f"(goal >= {SPEED_GOAL}x: {'met' if main_ratio >= SPEED_GOAL else 'NOT met'})")
+
+    if flags.output is None:
+        return results
+    report = {
+        "settings": vars(flags),
+        "backend": backend,
+        "machine": {"description": machine, "python": platform.python_version(),
+                    "cpus": os.cpu_count(), "keras": keras.__version__,
+                    "keras_hub": keras_hub.__version__},
+        "data": dict(epoch, batches_timed=len(batches), real_tokens_timed=tokens,
+                     positions_timed=positions, seconds_to_prepare=data_seconds),
+        "parameters": parameters,
+        "results": results,
+        "ratio": {"value": main_ratio, "goal": SPEED_GOAL, "met": main_ratio >= SPEED_GOAL},
+    }
+    output = from_root(flags.output)
+    os.makedirs(os.path.dirname(output), exist_ok=True)
+    with open(output, "w", encoding="utf-8") as file:
+        json.dump(report, file, indent=2)
+    print(f"wrote {output}")
+    return results
+
+
+if __name__ == "__main__":
+    main()

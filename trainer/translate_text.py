@@ -1,0 +1,131 @@
+"""Translates a text file, one sentence per line.
+
+    python -m trainer.translate_text --model_dir=RUN < input.txt > output.txt
+    python -m trainer.translate_text --export_dir=EXPORT_DIR \\
+        --input_file=val.en --output_file=val.hyp.de
+
+With `--model_dir` (a `trainer.translate` run) the model of its best
+checkpoint by validation BLEU (else the latest, or `--checkpoint`) decodes
+as the run recorded, or as the decoding flags say; with `--export_dir` (a
+directory of versioned SavedModels, or one version) the newest version's
+`serving_default` translates, with the decoding fixed at export. Either
+way, line N of the output is the translation of line N of the input (a
+blank line stays blank), detokenized, ready for `sacrebleu REF < output`.
+Lines are translated in batches of `--batch_size`, sorted by length so
+that a batch holds sentences of similar length.
+"""
+
+import argparse
+import logging
+import os
+import sys
+
+import tensorflow as tf
+
+from tfnlp.export.versions import latest_version, version_dir
+from trainer import run_files, runtime
+from trainer.translate_flags import add_decoding_flags
+from trainer.translation_models import (
+    DECODING_SETTINGS,
+    load_translation_model,
+    translation_signatures,
+)
+
+LOGGER = logging.getLogger("trainer.translate_text")
+
+
+def parse_flags(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python -m trainer.translate_text",
+        description="Translates a text file, one sentence per line.",
+        allow_abbrev=False,
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--model_dir", help="A trainer.translate run.")
+    source.add_argument("--export_dir",
+                        help="A translation SavedModel: its base directory (the newest "
+                             "version is used) or one version's directory.")
+    parser.add_argument("--checkpoint", default="",
+                        help="With --model_dir: a checkpoint prefix (default: the best "
+                             "by validation BLEU, else the latest).")
+    parser.add_argument("--input_file", default="-", help="The source text ('-': stdin).")
+    parser.add_argument("--output_file", default="-", help="The translations ('-': stdout).")
+    parser.add_argument("--batch_size", type=int, default=64)
+    add_decoding_flags(parser.add_argument_group(
+        "decoding, with --model_dir (default: as the run recorded)"), recorded=True)
+    flags = parser.parse_args(argv)
+    if flags.batch_size < 1:
+        parser.error(f"--batch_size must be at least 1, got {flags.batch_size}.")
+    return flags
+
+
+def model_translator(model_dir, checkpoint="", **decoding):
+    """A function from a batch of strings to their translations, for a run."""
+    record = run_files.read_serving_record(model_dir)
+    if record.get("model") != "translation":
+        raise ValueError(
+            f"{model_dir} is not the model_dir of a `python -m trainer.translate` run "
+            "(its serving.json does not say model=translation)."
+        )
+    record.update({name: value for name, value in decoding.items() if value is not None})
+    signatures = translation_signatures(load_translation_model(model_dir, checkpoint), record)
+    translate = tf.function(signatures.translate_text, reduce_retracing=True)
+    return lambda sentences: translate(tf.constant(sentences))["translations"].numpy()
+
+
+def export_translator(export_dir):
+    """A function from a batch of strings to their translations, for an export."""
+    if not tf.io.gfile.exists(os.path.join(export_dir, "saved_model.pb")):
+        version = latest_version(export_dir)
+        if version is None:
+            raise FileNotFoundError(
+                f"--export_dir={export_dir!r} holds no SavedModel (no saved_model.pb and "
+                "no numbered version directory). Pass the --export_dir of "
+                "trainer.translate or trainer.export."
+            )
+        export_dir = version_dir(export_dir, version)
+    import tensorflow_text  # noqa: F401  (registers the SentencePiece ops)
+
+    serving = tf.saved_model.load(export_dir).signatures["serving_default"]
+    return lambda sentences: serving(inputs=tf.constant(sentences))["translations"].numpy()
+
+
+def translate_lines(lines, translate, batch_size):
+    """The translations of `lines` (blank lines give blank translations)."""
+    order = sorted((index for index, line in enumerate(lines) if line.strip()),
+                   key=lambda index: len(lines[index]))
+    translations = [""] * len(lines)
+    for start in range(0, len(order), batch_size):
+        indices = order[start : start + batch_size]
+        for index, text in zip(indices, translate([lines[index] for index in indices])):
+            translations[index] = text.decode("utf-8")
+    return translations
+
+
+def main(argv=None):
+    runtime.configure_logging()
+    flags = parse_flags(argv)
+    if flags.model_dir:
+        translate = model_translator(
+            flags.model_dir, flags.checkpoint,
+            **{name: getattr(flags, name) for name in DECODING_SETTINGS})
+    else:
+        translate = export_translator(flags.export_dir)
+    if flags.input_file == "-":
+        lines = sys.stdin.read().splitlines()
+    else:
+        with tf.io.gfile.GFile(flags.input_file) as file:
+            lines = file.read().splitlines()
+    translations = translate_lines(lines, translate, flags.batch_size)
+    text = "".join(line + "\n" for line in translations)
+    if flags.output_file == "-":
+        sys.stdout.write(text)
+    else:
+        with tf.io.gfile.GFile(flags.output_file, "w") as file:
+            file.write(text)
+    LOGGER.info("Translated %d lines.", len(lines))
+    return translations
+
+
+if __name__ == "__main__":
+    main()
