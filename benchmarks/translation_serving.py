@@ -143,9 +143,13 @@ def train(model, files, flags):
     return losses
 
 
-def make_exports(flags, work_dir):
-    """Trains a small model and exports it greedy (version 1) and with beam
-    search (version 2); returns the versions' paths and a description."""
+DEFAULT_RECORD = {"max_length": 128, "length_penalty": "gnmt", "length_penalty_alpha": 0.6,
+                  "max_length_a": 1.5, "max_length_b": 10}  # the trainer's defaults
+
+
+def trained_here(flags, work_dir):
+    """A `TransformerSeq2Seq` trained `--train_steps` steps here, its
+    SentencePiece model and a description."""
     data_dir = from_root(flags.data_dir) if flags.data_dir else make_shards(
         flags, os.path.join(work_dir, "data"))
     vocab_file = os.path.join(data_dir, SENTENCEPIECE_MODEL)
@@ -159,24 +163,58 @@ def make_exports(flags, work_dir):
         max_sequence_length=max(flags.max_length, 256), **overrides)
     start = time.perf_counter()
     losses = train(model, files, flags)
-    train_seconds = time.perf_counter() - start
+    description = {
+        "source": "trained here", "preset": flags.preset, "num_layers": flags.num_layers or None,
+        "train_steps": flags.train_steps, "max_tokens_per_batch": flags.max_tokens_per_batch,
+        "learning_rate": flags.learning_rate, "train_seconds": time.perf_counter() - start,
+        "first_losses": losses[:3], "last_losses": losses[-3:],
+    }
+    return model, dict(DEFAULT_RECORD, vocab_file=vocab_file, max_length=flags.max_length), \
+        description
+
+
+def from_run(flags):
+    """The model of a `trainer.translate` run (its best checkpoint, else the
+    latest), its serving record and a description."""
+    from trainer.run_files import read_serving_record
+    from trainer.translation_models import load_translation_model
+
+    model_dir = from_root(flags.model_dir)
+    record = read_serving_record(model_dir)
+    if not record:
+        raise FileNotFoundError(f"{model_dir} has no serving.json: not a trainer.translate run.")
+    model = load_translation_model(model_dir)
+    return model, record, {"source": f"run {model_dir}"}
+
+
+def export_greedy_and_beam(model, record, beam_size, work_dir):
+    """Version 1 greedy, version 2 beam search; the decoding settings
+    otherwise those of `record`. Returns {name: (version path, record)}."""
     export_dir = os.path.join(work_dir, "export")
     versions = {}
+    for name, beam in (("greedy", 1), (f"beam {beam_size}", beam_size)):
+        version_record = dict(record, beam_size=beam)
+        versions[name] = (export_translation_model(model, export_dir, version_record),
+                          version_record)
+    return versions
+
+
+def make_exports(flags, work_dir):
+    """Exports a model trained here (or a run's, with --model_dir) greedy
+    and with beam search; returns the versions' paths, the SentencePiece
+    model and a description."""
+    model, record, description = (from_run(flags) if flags.model_dir
+                                  else trained_here(flags, work_dir))
     start = time.perf_counter()
-    for name, beam_size in (("greedy", 1), (f"beam {flags.beam_size}", flags.beam_size)):
-        record = {"vocab_file": vocab_file, "max_length": flags.max_length,
-                  "beam_size": beam_size, "length_penalty": "gnmt",
-                  "length_penalty_alpha": 0.6, "max_length_a": 1.5, "max_length_b": 10}
-        versions[name] = (export_translation_model(model, export_dir, record), record)
-    description = {
-        "made_here": True, "preset": flags.preset, "num_layers": flags.num_layers or None,
-        "parameters": int(model.count_params()), "vocabulary_size": tokenizer.vocabulary_size,
-        "train_steps": flags.train_steps, "max_tokens_per_batch": flags.max_tokens_per_batch,
-        "train_seconds": train_seconds, "export_seconds": time.perf_counter() - start,
-        "first_losses": losses[:3], "last_losses": losses[-3:],
-        "records": {name: record for name, (_, record) in versions.items()},
-    }
-    return {name: path for name, (path, _) in versions.items()}, vocab_file, description
+    versions = export_greedy_and_beam(model, record, flags.beam_size, work_dir)
+    description.update({
+        "parameters": int(model.count_params()), "vocabulary_size": model.vocabulary_size,
+        "layers": [model.num_encoder_layers, model.num_decoder_layers],
+        "hidden_dim": model.hidden_dim, "export_seconds": time.perf_counter() - start,
+        "records": {name: version_record for name, (_, version_record) in versions.items()},
+    })
+    return ({name: path for name, (path, _) in versions.items()}, record["vocab_file"],
+            description)
 
 
 def existing_export(path):
@@ -269,6 +307,9 @@ def main(argv=None):
     parser.add_argument("--export_dir", default=None,
                         help="an existing export (base directory or version) to measure; "
                              "default: train and export a small model here")
+    parser.add_argument("--model_dir", default=None,
+                        help="a trainer.translate run: export its model (best, else latest "
+                             "checkpoint) greedy and with beam search, instead of training here")
     parser.add_argument("--sentences", default="/work/shared/data/mt/val.en")
     parser.add_argument("--vocab_file", default=None,
                         help="with --export_dir: its SentencePiece model (the run's "
@@ -313,7 +354,7 @@ def main(argv=None):
             version = existing_export(flags.export_dir)
             versions = {"export": version}
             vocab_file = flags.vocab_file
-            description = {"made_here": False, "version": version}
+            description = {"source": "existing export", "version": version}
         else:
             versions, vocab_file, description = make_exports(flags, work_dir)
             if flags.keep_export:
@@ -389,18 +430,21 @@ def benchmark(flags, versions, vocab_file, description):
     machine = (f"{platform.processor() or platform.machine()} ({os.cpu_count()} cores), "
                f"{platform.platform()}, TensorFlow {tf.__version__}")
     print(f"Translation SavedModel serving, in process, on {machine}")
-    if description.get("made_here"):
-        layers = description["num_layers"]
-        losses = description["first_losses"][:1] + description["last_losses"][-1:]
-        training = (f"trained {description['train_steps']} steps "
-                    f"({description['train_seconds']:.0f} s, loss "
-                    f"{' -> '.join(f'{loss:.2f}' for loss in losses)})"
-                    if losses else "untrained (random weights)")
-        print(f"export: TransformerSeq2Seq {description['preset']}"
-              f"{f' ({layers} + {layers} layers)' if layers else ''}"
-              f" ({description['parameters']:,d} parameters, vocabulary "
-              f"{description['vocabulary_size']}), {training}, exported greedy and beam "
-              f"{flags.beam_size}")
+    if "records" in description:
+        losses = description.get("first_losses", [])[:1] + description.get("last_losses", [])[-1:]
+        if description["source"] != "trained here":
+            training = description["source"]
+        elif losses:
+            training = (f"trained here {description['train_steps']} steps "
+                        f"({description['train_seconds']:.0f} s, loss "
+                        f"{' -> '.join(f'{loss:.2f}' for loss in losses)})")
+        else:
+            training = "untrained (random weights)"
+        layers = description["layers"]
+        print(f"export: TransformerSeq2Seq {layers[0]} + {layers[1]} layers, width "
+              f"{description['hidden_dim']} ({description['parameters']:,d} parameters, "
+              f"vocabulary {description['vocabulary_size']}), {training}; exported greedy and "
+              f"beam {flags.beam_size}")
     else:
         print(f"export: {description['version']}")
     print(f"inputs: {flags.sentences} ({len(sentences)} sentences), batch 1 and "
