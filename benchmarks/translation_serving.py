@@ -1,16 +1,17 @@
 """Latency and throughput of an exported text-in/text-out translation SavedModel.
 
-    python -m benchmarks.translation_serving [--data_dir=DIR --train_steps=150
-        --latency_calls=24 --throughput_batches=3 --rounds=2]
-    python -m benchmarks.translation_serving --export_dir=EXPORT[/VERSION]
-    python -m benchmarks.translation_serving --quick    # a smoke run of seconds
+    python -m benchmarks.translation_serving [--data_dir=DIR --train_steps=100
+        --max_tokens_per_batch=2048 --latency_calls=24 --throughput_batches=3 --rounds=2]
+    python -m benchmarks.translation_serving --model_dir=RUN    # a trainer.translate run
+    python -m benchmarks.translation_serving --export_dir=EXPORT[/VERSION] [--vocab_file=MODEL]
+    python -m benchmarks.translation_serving --quick    # a smoke run of about 20 s
 
 What is measured: `tf.saved_model.load(version).signatures["serving_default"]
 (inputs=...)` (string sentences in, `translations` and `scores` out: the
 SentencePiece tokenization, the decoding and the detokenization all in the
-graph), called on real Multi30k validation English sentences
-(`--sentences`, /work/shared/data/mt/val.en, 1,014 lines, 4 to 27 words,
-median 12), in process, each call's outputs brought to numpy:
+graph, no XLA), called in process on real Multi30k validation English
+sentences (`--sentences`, /work/shared/data/mt/val.en, 1,014 lines, 4 to 27
+words, median 12), each call's outputs brought to numpy:
 
 - latency: batch 1, `--latency_calls` calls a round (the next sentence each
   call), p50 / p90 / mean milliseconds a call;
@@ -21,33 +22,43 @@ The reference, in the same run, is the same export's `translate_ids`
 signature (int32 source ids in, ids out: the same model and decoder without
 the text ops) on the same sentences, tokenized beforehand in Python with the
 same SentencePiece model (`tfnlp.text.SentencePieceTokenizer`, EOS
-appended, cut to the export's `max_length`, 0-padded, exactly as the text
-signature does; not timed). "text / ids" = text time / ids time: the cost of
-tokenizing and detokenizing in the graph (1.00 = none). The two signatures'
-scores must agree ("same scores": they decoded the same ids). Greedy against
-beam 4 is a second comparison: "beam / greedy" = the beam export's time over
-the greedy export's, same signature.
+appended, cut to the export's `max_length`, 0-padded, as the text signature
+does; not timed). "text/ids" = text time / ids time (mean per call): the
+cost of tokenizing and detokenizing in the graph (1.00 = none). The two
+signatures' scores must agree ("same scores": they decoded the same ids).
+Greedy against beam 4 is a second comparison: "beam/greedy" = the beam
+export's time over the greedy export's, same signature and batch. "gen tok"
+is the mean number of generated tokens (EOS included) and "at bound" the
+share of sentences that stopped at the length bound `ceil(1.5 * source) +
+10` rather than at EOS (an untrained model runs every sentence to it).
 
-The export. Without `--export_dir` the benchmark makes its own: the
-SentencePiece model of `python -m pipelines.translation_data --shared_vocab`
-on the Multi30k training text (`--data_dir` holds that job's output; without
-it the job runs into a temporary directory first, about 10 s), a
-`TransformerSeq2Seq` preset `--preset` (tiny: 4 + 4 layers, width 128)
-trained `--train_steps` steps on those shards (Adam, label-smoothed
-cross-entropy, token batches of `--max_tokens_per_batch`, no XLA), so that
-it stops its translations at EOS at realistic lengths (an untrained model
-runs every sentence to its length bound `1.5 * source + 10`; the mean
-generated length is reported; 0 train steps measures the random model),
-then exported twice with `trainer.translation_models.export_translation_model`:
+The export. By default the benchmark makes its own: the SentencePiece model
+of `python -m pipelines.translation_data --shared_vocab` on the Multi30k
+training text (`--data_dir` holds that job's output; without it the job
+runs into a temporary directory first, about 10 s), a `TransformerSeq2Seq`
+preset `--preset` (tiny: 4 + 4 layers, width 128, 2.35 M parameters)
+trained here `--train_steps` steps (100: Adam, warm-up then cosine decay to
+`--learning_rate` 2e-3, label-smoothed cross-entropy, token batches of
+`--max_tokens_per_batch` 2048, no XLA; about 100 s on 2 shared cores), then
+exported twice with `trainer.translation_models.export_translation_model`:
 version 1 greedy (`beam_size` 1), version 2 beam search (`--beam_size` 4,
 GNMT length penalty, alpha 0.6), both `max_length` 128, `max_length_a` 1.5,
-`max_length_b` 10 (the trainer's defaults). With `--export_dir` (a base
-directory, whose latest version is used, or one version), that export is
-measured as it is (its own decoder; no greedy / beam comparison).
+`max_length_b` 10 (the trainer's defaults). So short a training makes greedy
+search end its sentences at EOS at realistic lengths (about 13 tokens, none
+at the bound), but beam search, which ranks whole hypotheses, still prefers
+a translation of one or two tokens (the model is far from confident about
+any long one): its figures then time short outputs, though a batch runs
+until its beam search may stop. For realistic beam figures measure a
+trained model: `--model_dir=RUN` exports a `trainer.translate` run's model
+(its best checkpoint, else the latest) greedy and with beam search with the
+run's other decoding settings; `--export_dir` (a base directory, whose
+latest version is used, or one version) measures that export as it is (its
+own decoder; no greedy / beam comparison; the `translate_ids` reference
+needs `--vocab_file`, the run's SentencePiece model).
 
-Cases are interleaved: `--rounds` rounds, each running every case in turn,
-so that machine noise hits all alike; the figures are over all calls. The
-first call of every case (and batch size) is a warm-up, not timed.
+Cases are interleaved: `--rounds` rounds, each running every case of a batch
+size in turn, so that machine noise hits all alike; the figures are over all
+calls. One call of every case (on a batch not timed) warms it up first.
 
 Prints a table and writes JSON (default
 benchmarks/results/translation_serving.json; not with --quick unless
@@ -154,8 +165,10 @@ def trained_here(flags, work_dir):
         flags, os.path.join(work_dir, "data"))
     vocab_file = os.path.join(data_dir, SENTENCEPIECE_MODEL)
     files = sorted(glob.glob(os.path.join(data_dir, "translation-*")))
-    tokenizer = SentencePieceTokenizer(model_file=vocab_file)
+    # Seeded first: tf.random.set_seed in eager mode drops the resources of
+    # tokenizers made before it (SentencepieceOp "does not exist" afterwards).
     keras.utils.set_random_seed(0)
+    tokenizer = SentencePieceTokenizer(model_file=vocab_file)
     overrides = {"num_encoder_layers": flags.num_layers,
                  "num_decoder_layers": flags.num_layers} if flags.num_layers else {}
     model = TransformerSeq2Seq.from_preset(
@@ -323,9 +336,10 @@ def main(argv=None):
     parser.add_argument("--preset", default="tiny", choices=sorted(PRESETS))
     parser.add_argument("--num_layers", type=int, default=0,
                         help="encoder and decoder blocks each (0: the preset's)")
-    parser.add_argument("--train_steps", type=int, default=150)
+    parser.add_argument("--train_steps", type=int, default=100)
     parser.add_argument("--learning_rate", type=float, default=2e-3)
-    parser.add_argument("--max_tokens_per_batch", type=int, default=4096)
+    parser.add_argument("--max_tokens_per_batch", type=int, default=2048,
+                        help="the token budget of the training batches made here")
     parser.add_argument("--max_length", type=int, default=128)
     parser.add_argument("--beam_size", type=int, default=4)
     parser.add_argument("--batch_size", type=int, default=32)

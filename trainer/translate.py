@@ -156,9 +156,21 @@ def _hparams(flags, model, strategy):
     return values
 
 
-def _count_batches(files, flags):
-    return sum(1 for _ in translation_dataset(
-        files, flags.max_tokens_per_batch, max_length=flags.max_length, evaluation=True))
+def make_evaluator(loop, strategy, eval_files, flags, scorer, step, writers, best_model):
+    """The evaluation of the host loop: the loss over every validation
+    batch (on every replica), then decoding and scoring with `scorer`."""
+    eval_dataset = strategy.distribute_datasets_from_function(
+        dataset_function(eval_files, flags, training=False))
+    eval_steps = sum(1 for _ in translation_dataset(
+        eval_files, flags.max_tokens_per_batch, max_length=flags.max_length,
+        evaluation=True))
+
+    def evaluator():
+        values = evaluate(loop, iter(eval_dataset), eval_steps)
+        values.update(scorer(int(step.numpy()), writers, best_model))
+        return values
+
+    return evaluator
 
 
 def run(flags):
@@ -218,19 +230,12 @@ def run(flags):
     record = serving_record(flags, vocab_file)
     translator = Translator(translation_signatures(model, record))
     evaluator = scorer = None
+    best_model = tf.train.Checkpoint(model=model)
     if eval_files:
-        eval_dataset = strategy.distribute_datasets_from_function(
-            dataset_function(eval_files, flags, training=False))
-        eval_steps = _count_batches(eval_files, flags)
         scorer = TranslationEvaluator(translator, tokenizer, eval_files, flags.model_dir,
                                       flags.sample_sentences, chief=run.chief)
-        best_model = tf.train.Checkpoint(model=model)
-
-        def evaluator():
-            values = evaluate(loop, iter(eval_dataset), eval_steps)
-            values.update(scorer(int(step.numpy()), logs.writers, best_model))
-            return values
-
+        evaluator = make_evaluator(loop, strategy, eval_files, flags, scorer, step,
+                                   logs.writers, best_model)
     schedule = LoopSchedule(
         train_steps=flags.train_steps,
         log_every_steps=flags.log_every_steps,

@@ -21,6 +21,7 @@ import os
 import sys
 
 import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the SentencePiece ops of exports)
 
 from tfnlp.export.versions import latest_version, version_dir
 from trainer import run_files, runtime
@@ -84,8 +85,6 @@ def export_translator(export_dir):
                 "trainer.translate or trainer.export."
             )
         export_dir = version_dir(export_dir, version)
-    import tensorflow_text  # noqa: F401  (registers the SentencePiece ops)
-
     serving = tf.saved_model.load(export_dir).signatures["serving_default"]
     return lambda sentences: serving(inputs=tf.constant(sentences))["translations"].numpy()
 
