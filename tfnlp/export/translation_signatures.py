@@ -35,10 +35,35 @@ class TranslationSignatures(tf.Module):
         max_length_a, max_length_b: at most `a * source_length + b` tokens
             are generated per sentence.
 
-    Example:
+    Example (a SentencePiece model learned from two sentences, an untrained
+    model; `tfnlp.export.saved_model.write_next_version` saves the
+    signatures):
 
-    >>> # See tests/export/test_translation_export.py: exporting needs a
-    >>> # trained SentencePiece model.
+    >>> import io, sentencepiece
+    >>> from tfnlp import decoding
+    >>> from tfnlp.models import TransformerSeq2Seq
+    >>> from tfnlp.text import SentencePieceTokenizer
+    >>> proto = io.BytesIO()
+    >>> sentencepiece.SentencePieceTrainer.train(
+    ...     sentence_iterator=iter(["A dog runs.", "Ein Hund rennt."]),
+    ...     model_writer=proto, vocab_size=30, hard_vocab_limit=False,
+    ...     pad_id=0, unk_id=1, bos_id=2, eos_id=3, minloglevel=2)
+    >>> tokenizer = SentencePieceTokenizer(proto=proto.getvalue())
+    >>> model = TransformerSeq2Seq(tokenizer.vocabulary_size, num_encoder_layers=1,
+    ...     num_decoder_layers=1, hidden_dim=16, num_heads=2, intermediate_dim=32)
+    >>> signatures = TranslationSignatures(
+    ...     model, tokenizer, decoding.BeamSearch(beam_size=2), max_length=8)
+    >>> outputs = signatures.translate_text(tf.constant(["A dog runs."]))
+    >>> outputs["translations"].shape, outputs["scores"].dtype.name
+    (TensorShape([1]), 'float32')
+    >>> sorted(signatures.signatures())
+    ['serving_default', 'translate_ids']
+
+    References:
+        - [Vaswani et al., 2017. Attention Is All You Need](
+          https://arxiv.org/abs/1706.03762)
+        - [TensorFlow Serving's SignatureDefs](
+          https://www.tensorflow.org/tfx/serving/signature_defs)
     """
 
     def __init__(self, model, tokenizer, decoder, max_length, max_length_a=1.5,
