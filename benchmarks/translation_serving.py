@@ -1,7 +1,7 @@
 """Latency and throughput of an exported text-in/text-out translation SavedModel.
 
-    python -m benchmarks.translation_serving [--data_dir=DIR --train_steps=100
-        --max_tokens_per_batch=2048 --latency_calls=24 --throughput_batches=3 --rounds=2]
+    python -m benchmarks.translation_serving [--data_dir=DIR --latency_calls=24
+        --throughput_batches=3 --rounds=3 --train_steps=0]
     python -m benchmarks.translation_serving --model_dir=RUN    # a trainer.translate run
     python -m benchmarks.translation_serving --export_dir=EXPORT[/VERSION] [--vocab_file=MODEL]
     python -m benchmarks.translation_serving --quick    # a smoke run of about 20 s
@@ -29,32 +29,57 @@ signatures' scores must agree ("same scores": they decoded the same ids).
 Greedy against beam 4 is a second comparison: "beam/greedy" = the beam
 export's time over the greedy export's, same signature and batch. "gen tok"
 is the mean number of generated tokens (EOS included) and "at bound" the
-share of sentences that stopped at the length bound `ceil(1.5 * source) +
-10` rather than at EOS (an untrained model runs every sentence to it).
+share of sentences that stopped at the length bound (see below) rather than
+at an EOS of their own.
 
 The export. By default the benchmark makes its own: the SentencePiece model
 of `python -m pipelines.translation_data --shared_vocab` on the Multi30k
 training text (`--data_dir` holds that job's output; without it the job
-runs into a temporary directory first, about 10 s), a `TransformerSeq2Seq`
-preset `--preset` (tiny: 4 + 4 layers, width 128, 2.35 M parameters)
-trained here `--train_steps` steps (100: Adam, warm-up then cosine decay to
-`--learning_rate` 2e-3, label-smoothed cross-entropy, token batches of
-`--max_tokens_per_batch` 2048, no XLA; about 100 s on 2 shared cores), then
-exported twice with `trainer.translation_models.export_translation_model`:
-version 1 greedy (`beam_size` 1), version 2 beam search (`--beam_size` 4,
-GNMT length penalty, alpha 0.6), both `max_length` 128, `max_length_a` 1.5,
-`max_length_b` 10 (the trainer's defaults). So short a training makes greedy
-search end its sentences at EOS at realistic lengths (about 13 tokens, none
-at the bound), but beam search, which ranks whole hypotheses, still prefers
-a translation of one or two tokens (the model is far from confident about
-any long one): its figures then time short outputs, though a batch runs
-until its beam search may stop. For realistic beam figures measure a
-trained model: `--model_dir=RUN` exports a `trainer.translate` run's model
-(its best checkpoint, else the latest) greedy and with beam search with the
-run's other decoding settings; `--export_dir` (a base directory, whose
-latest version is used, or one version) measures that export as it is (its
-own decoder; no greedy / beam comparison; the `translate_ids` reference
-needs `--vocab_file`, the run's SentencePiece model).
+runs into a temporary directory first, about 10 s) and a `TransformerSeq2Seq`
+preset `--preset` (tiny: 4 + 4 layers, width 128, 2.35 M parameters) with
+RANDOM weights, exported twice with
+`trainer.translation_models.export_translation_model`: version 1 greedy
+(`beam_size` 1), version 2 beam search (`--beam_size` 4, GNMT length
+penalty, alpha 0.6), `max_length` 128. An untrained model rarely chooses
+EOS, so it generates every sentence up to its length bound, `ceil(a *
+source) + b` tokens (source without EOS, output with it); the export's
+`--max_length_a` 1.0 and `--max_length_b` 2 (not the trainer's 1.5 and 10)
+make that bound the length a trained model produces on average: on the
+validation set, source + 2 tokens = 16.98 on average, exactly the mean
+length of the German references with EOS. So every call decodes as many
+steps as it would with a trained model whose outputs had the references'
+lengths ("at bound" should read 100%). Speed does not otherwise depend on
+the weights: the same run on a `trainer.translate` model (tiny, its best
+checkpoint at step 800, validation BLEU 7.7; `--model_dir`, below; lengths
+its own: 12 to 16 tokens, 0 to 6% at the bound) measured within about 10% of the
+random model in every row (greedy 108 against 111 ms at batch 1, beam 4 148
+against 149 ms; 42 against 45 and 15 against 14 sentences/s at batch 32).
+
+Alternatives: `--train_steps=N` trains the model here first (Adam, warm-up
+then cosine decay to `--learning_rate`, label-smoothed cross-entropy, token
+batches of `--max_tokens_per_batch`, no XLA). Beware: on 2 CPU cores a
+couple of minutes buy 100 to 200 steps, a loss near 6, where the outputs
+flip between one token and the bound from one step to the next (measured:
+100 steps, all at the bound; 120 steps, greedy 13 tokens and beam 2). For
+a really trained model, `--model_dir=RUN` exports a `trainer.translate`
+run's model (its best checkpoint, else the latest) greedy and with beam
+search, with the run's decoding settings (`serving.json`; the trainer's
+length bound 1.5 x source + 10, so the lengths are the model's own);
+`--export_dir` (a base directory, whose latest version is used, or one
+version) measures an export as it is (its own decoder; no greedy / beam
+comparison; the `translate_ids` reference needs `--vocab_file`, the run's
+SentencePiece model).
+
+What the figures say (2 shared CPU cores, TensorFlow 2.21): the in-graph
+tokenization and detokenization cost nothing measurable ("text/ids" 0.95 to
+1.06, within the noise); beam 4 costs 1.3x greedy at batch 1 and 3.3 to 3.7x
+at batch 32. The signatures' decoding loop runs as a plain TensorFlow graph
+(the export does not compile with XLA): a greedy step of the tiny model costs
+about 6.5 ms at batch 1 (111 ms for 17 tokens), whereas `model.generate` in a
+`tf.function(jit_compile=True)` took 17 ms for a whole greedy sentence at
+batch 1 (124 ms without XLA; beam 4: 38 against 162 ms; batch 32: 2x and
+1.6x), but XLA compiles once per source shape (3 to 4 s each), so an XLA
+export would need sources padded to a few bucket lengths.
 
 Cases are interleaved: `--rounds` rounds, each running every case of a batch
 size in turn, so that machine noise hits all alike; the figures are over all
@@ -121,8 +146,7 @@ def make_shards(flags, directory):
 
 
 def train(model, files, flags):
-    """A few hundred steps at most: enough for the model to end its
-    sentences. Returns the losses."""
+    """Trains `--train_steps` steps (none by default); returns the losses."""
     from tfnlp.data import translation_dataset
 
     if not flags.train_steps:
@@ -154,8 +178,7 @@ def train(model, files, flags):
     return losses
 
 
-DEFAULT_RECORD = {"max_length": 128, "length_penalty": "gnmt", "length_penalty_alpha": 0.6,
-                  "max_length_a": 1.5, "max_length_b": 10}  # the trainer's defaults
+DEFAULT_RECORD = {"max_length": 128, "length_penalty": "gnmt", "length_penalty_alpha": 0.6}
 
 
 def trained_here(flags, work_dir):
@@ -182,8 +205,9 @@ def trained_here(flags, work_dir):
         "learning_rate": flags.learning_rate, "train_seconds": time.perf_counter() - start,
         "first_losses": losses[:3], "last_losses": losses[-3:],
     }
-    return model, dict(DEFAULT_RECORD, vocab_file=vocab_file, max_length=flags.max_length), \
-        description
+    record = dict(DEFAULT_RECORD, vocab_file=vocab_file, max_length=flags.max_length,
+                  max_length_a=flags.max_length_a, max_length_b=flags.max_length_b)
+    return model, record, description
 
 
 def from_run(flags):
@@ -336,17 +360,22 @@ def main(argv=None):
     parser.add_argument("--preset", default="tiny", choices=sorted(PRESETS))
     parser.add_argument("--num_layers", type=int, default=0,
                         help="encoder and decoder blocks each (0: the preset's)")
-    parser.add_argument("--train_steps", type=int, default=100)
+    parser.add_argument("--train_steps", type=int, default=0,
+                        help="training steps of the model made here (0: random weights)")
     parser.add_argument("--learning_rate", type=float, default=2e-3)
     parser.add_argument("--max_tokens_per_batch", type=int, default=2048,
                         help="the token budget of the training batches made here")
+    parser.add_argument("--max_length_a", type=float, default=1.0,
+                        help="the export's length bound: ceil(a * source) + b tokens "
+                             "(the model made here; a run keeps its own)")
+    parser.add_argument("--max_length_b", type=int, default=2)
     parser.add_argument("--max_length", type=int, default=128)
     parser.add_argument("--beam_size", type=int, default=4)
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--latency_calls", type=int, default=24, help="batch-1 calls a round")
     parser.add_argument("--throughput_batches", type=int, default=3,
                         help="batch_size calls a round")
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--keep_export", default=None,
                         help="copy the export made here to this directory")
     parser.add_argument("--quick", action="store_true",
@@ -356,7 +385,7 @@ def main(argv=None):
                              " none with --quick)")
     flags = parser.parse_args(argv)
     if flags.quick:
-        flags.num_layers, flags.train_steps, flags.max_tokens_per_batch = 1, 10, 1024
+        flags.num_layers = 1
         flags.latency_calls, flags.throughput_batches, flags.rounds = 3, 1, 1
         flags.batch_size = 8
     elif flags.output is None:
@@ -412,14 +441,16 @@ def benchmark(flags, versions, vocab_file, description):
             if signature == "translate_ids":
                 lengths = np.concatenate([result["lengths"] for result in outputs[key]])
                 row["mean_generated_tokens"] = float(lengths.mean())
-                # The length bound of generate: ceil(1.5 * source) + 10 (no EOS counted).
                 sources = np.concatenate([
-                    np.count_nonzero(batch["ids"].numpy(), axis=1) - 1
+                    np.count_nonzero(batch["ids"].numpy(), axis=1) - 1  # without EOS
                     for batch in group[key][1][: len(outputs[key])]])
-                bounds = np.minimum(np.ceil(1.5 * sources) + 10,
-                                    meta[name]["max_length"])
                 row["mean_source_tokens"] = float(sources.mean())
-                row["share_at_length_bound"] = float(np.mean(lengths >= bounds))
+                record = description.get("records", {}).get(name)
+                if record:  # generate's bound: ceil(a * source) + b, at most max_length
+                    bounds = np.minimum(
+                        np.ceil(record["max_length_a"] * sources) + record["max_length_b"],
+                        meta[name]["max_length"])
+                    row["share_at_length_bound"] = float(np.mean(lengths >= bounds))
                 text_scores = np.concatenate(
                     [result["scores"] for result in outputs[(name, "serving_default")]])
                 ids_scores = np.concatenate([result["scores"] for result in outputs[key]])
@@ -453,7 +484,7 @@ def benchmark(flags, versions, vocab_file, description):
                         f"({description['train_seconds']:.0f} s, loss "
                         f"{' -> '.join(f'{loss:.2f}' for loss in losses)})")
         else:
-            training = "untrained (random weights)"
+            training = "random weights (untrained)"
         layers = description["layers"]
         print(f"export: TransformerSeq2Seq {layers[0]} + {layers[1]} layers, width "
               f"{description['hidden_dim']} ({description['parameters']:,d} parameters, "
