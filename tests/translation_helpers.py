@@ -1,6 +1,7 @@
 """Translation data shared by the tests of the trainer and of the server:
 the first Multi30k en→de pairs through `pipelines.translation_data`, with a
-small joint SentencePiece model, and a tiny model configuration."""
+small joint SentencePiece model, a tiny model configuration, and the flags
+of a tiny trainer run on them."""
 
 import json
 
@@ -65,3 +66,26 @@ def multi30k_translation_data(root, data_dir, train_pairs, eval_pairs, vocab_siz
         "val_sources": lines["val", "en"][:eval_pairs],
         "val_references": lines["val", "de"][:eval_pairs],
     }
+
+
+def trainer_flags(data, model_dir, *extra, **overrides):
+    """The `trainer.translate` flags of a tiny, fast, deterministic run on
+    `multi30k_translation_data`'s shards (`overrides` change any flag)."""
+    values = {
+        "train_data": data["train"],
+        "model_dir": model_dir,
+        "config": data["config"],
+        "train_steps": 6,
+        "warmup_steps": 2,
+        "learning_rate": 3e-3,
+        "dropout": 0.0,
+        "max_tokens_per_batch": 512,
+        "max_length": 64,
+        "log_every_steps": 1,
+        "checkpoint_every_steps": 3,
+        "eval_every_steps": 0,
+        "beam_size": 2,
+        "sample_sentences": 2,
+    }
+    values.update(overrides)
+    return [f"--{name}={value}" for name, value in values.items()] + list(extra)

@@ -1,10 +1,9 @@
 """End-to-end runs of `python -m trainer.translate` on real Multi30k pairs:
-logs, BLEU, best checkpoint, export, strategies, resuming, averaging."""
+logs, BLEU, best checkpoint, export, strategies, averaging (resuming:
+test_translate_resume.py, so that the two modules run on two workers)."""
 
 import json
 import os
-import signal
-import time
 
 import numpy as np
 import pytest
@@ -13,7 +12,7 @@ import tensorflow as tf
 
 from tests.export.helpers import run_in_new_process, saved_model_cli, saved_op_types
 from tests.trainer import helpers
-from tests.translation_helpers import multi30k_translation_data, write_lines
+from tests.translation_helpers import multi30k_translation_data, trainer_flags, write_lines
 from trainer import average_checkpoints, translate, translate_text
 from trainer.translate_flags import parse_flags
 from trainer.translation_eval import Translator
@@ -30,27 +29,6 @@ def data(tmp_path_factory, shared_data_dir):
                                      TRAIN_PAIRS, EVAL_PAIRS)
 
 
-def flags(data, model_dir, *extra, **overrides):
-    values = {
-        "train_data": data["train"],
-        "model_dir": model_dir,
-        "config": data["config"],
-        "train_steps": 6,
-        "warmup_steps": 2,
-        "learning_rate": 3e-3,
-        "dropout": 0.0,
-        "max_tokens_per_batch": 512,
-        "max_length": 64,
-        "log_every_steps": 1,
-        "checkpoint_every_steps": 3,
-        "eval_every_steps": 0,
-        "beam_size": 2,
-        "sample_sentences": 2,
-    }
-    values.update(overrides)
-    return [f"--{name}={value}" for name, value in values.items()] + list(extra)
-
-
 def run(arguments, **options):
     return helpers.run(arguments, module="trainer.translate", **options)
 
@@ -60,7 +38,7 @@ def single_run(data, tmp_path_factory):
     """One replica, evaluated at steps 3 and 6, exported at the end."""
     root = tmp_path_factory.mktemp("single")
     model_dir, export_dir = str(root / "model"), str(root / "export")
-    output = run(flags(data, model_dir, eval_data=data["val"], eval_every_steps=3,
+    output = run(trainer_flags(data, model_dir, eval_data=data["val"], eval_every_steps=3,
                        export_dir=export_dir))
     return model_dir, export_dir, output
 
@@ -155,34 +133,13 @@ def test_mirrored_strategy_matches_one_replica(single_run, data, tmp_path):
     """Two replicas split each global batch row-wise: their steps are the
     single replica's first three (its evaluation at step 3 comes after)."""
     two = str(tmp_path / "two")
-    output = run(flags(data, two, train_steps=3, strategy="mirrored"), logical_cpus=2)
+    output = run(trainer_flags(data, two, train_steps=3, strategy="mirrored"), logical_cpus=2)
     assert "on 2 replica(s)" in output
     one = helpers.train_log(single_run[0])[:3]
     for name in ("loss", "nll_loss", "gradient_norm", "target_tokens"):
         np.testing.assert_allclose(
             [record[name] for record in helpers.train_log(two)],
             [record[name] for record in one], rtol=2e-5, err_msg=name)
-
-
-def test_resumes_after_sigkill_like_an_uninterrupted_run(data, tmp_path):
-    killed, whole = str(tmp_path / "killed"), str(tmp_path / "whole")
-    settings = dict(train_steps=20, checkpoint_every_steps=4, log_every_steps=10)
-    arguments = flags(data, killed, **settings)
-    process = helpers.start(arguments, module="trainer.translate")
-    deadline = time.monotonic() + 180
-    while tf.train.latest_checkpoint(killed) is None and process.poll() is None:
-        assert time.monotonic() < deadline, "no checkpoint was written"
-        time.sleep(0.05)
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
-    restored = int(tf.train.latest_checkpoint(killed).rsplit("-", 1)[1])
-    assert restored < 20, "the run ended before it could be killed; raise train_steps"
-    output = run(arguments)
-    assert f"resuming from step {restored}." in output
-    run(flags(data, whole, **settings))
-    resumed, uninterrupted = helpers.train_log(killed), helpers.train_log(whole)
-    assert resumed[-1]["step"] == 20
-    np.testing.assert_allclose(resumed[-1]["loss"], uninterrupted[-1]["loss"], rtol=1e-5)
 
 
 def test_average_checkpoints_averages_the_model_variables(single_run, tmp_path):
@@ -199,7 +156,7 @@ def test_average_checkpoints_averages_the_model_variables(single_run, tmp_path):
 
 
 def test_a_missing_shard_glob_names_the_flag(data, tmp_path):
-    arguments = flags(data, str(tmp_path / "run"), train_data=str(tmp_path / "none-*"))
+    arguments = trainer_flags(data, str(tmp_path / "run"), train_data=str(tmp_path / "none-*"))
     with pytest.raises(FileNotFoundError, match="--train_data"):
         translate.run(parse_flags(arguments))
 
