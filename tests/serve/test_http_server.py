@@ -176,18 +176,23 @@ def test_unexpected_errors_get_500_and_the_server_keeps_serving(server, monkeypa
     assert_still_serving(server)
 
 
-def test_one_log_line_per_request(server, caplog):
+def test_one_log_line_per_request(model_store, caplog):
     def logged_lines():
         return [record.getMessage() for record in caplog.records if record.name == "tfnlp.serve"]
 
-    with caplog.at_level(logging.INFO, logger="tfnlp.serve"):
-        call(server, "GET", "/v1/models/toy/versions/1")
-        call(server, "POST", "/nowhere", {})
-        # The line is written after the answer is sent: give it a moment.
-        deadline = time.monotonic() + 5
-        while len(logged_lines()) < 2 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        time.sleep(0.1)
+    # A server of its own: the shared one may still be writing the line of
+    # an earlier test's request (lines are written after the answer is sent).
+    server = start_server(model_store)
+    try:
+        with caplog.at_level(logging.INFO, logger="tfnlp.serve"):
+            call(server, "GET", "/v1/models/toy/versions/1")
+            call(server, "POST", "/nowhere", {})
+            deadline = time.monotonic() + 5
+            while len(logged_lines()) < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(0.1)
+    finally:
+        server.shutdown()
     lines = logged_lines()
     assert len(lines) == 2, lines
     assert re.fullmatch(r"GET /v1/models/toy/versions/1 200 \d+\.\d ms", lines[0])
