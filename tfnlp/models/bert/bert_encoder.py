@@ -10,6 +10,7 @@ from tfnlp.layers.position_embedding import PositionEmbedding
 from tfnlp.layers.transformer_encoder_block import TransformerEncoderBlock
 from tfnlp.models.bert import huggingface
 from tfnlp.models.bert.bert_config import BertConfig
+from tfnlp.models.model_config import model_config, model_from_config
 
 # The encoder's inputs: the first three features of a pretraining record
 # (tfnlp.data.pretraining_schema) and what tfnlp.text.pack_inputs makes.
@@ -235,19 +236,11 @@ class BertEncoder(keras.Model):
     def get_config(self):
         # Not chained to keras.Model: a functional model's config is its
         # graph, which `__init__` cannot take; the BertConfig rebuilds it.
-        return {
-            "config": self.config.to_dict(),
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-        }
+        return model_config(self, config=self.config.to_dict())
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        if isinstance(config.get("dtype"), dict):
-            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-        return cls(**config)
+        return model_from_config(cls, config)
 
 
 def _initializer(config):
@@ -277,19 +270,10 @@ def encoder_model_config(model, **arguments):
     a nested Keras object, followed by the model's own constructor
     `arguments`, its name, trainability and dtype policy.
     """
-    return {
-        "encoder": keras.saving.serialize_keras_object(model.encoder),
-        **arguments,
-        "name": model.name,
-        "trainable": model.trainable,
-        "dtype": keras.dtype_policies.serialize(model.dtype_policy),
-    }
+    return model_config(model, encoder=keras.saving.serialize_keras_object(model.encoder),
+                        **arguments)
 
 
 def encoder_model_from_config(cls, config):
     """Rebuilds a model of class `cls` from an `encoder_model_config` dict."""
-    config = dict(config)
-    config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-    if isinstance(config.get("dtype"), dict):
-        config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-    return cls(**config)
+    return model_from_config(cls, config, nested=("encoder",))

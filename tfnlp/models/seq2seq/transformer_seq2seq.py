@@ -11,6 +11,7 @@ from tfnlp.layers.position_embedding import PositionEmbedding
 from tfnlp.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
 from tfnlp.layers.transformer_decoder_block import TransformerDecoderBlock
 from tfnlp.layers.transformer_encoder_block import TransformerEncoderBlock
+from tfnlp.models.model_config import model_config, model_from_config
 
 # The model's inputs: int (batch, length) token ids, 0 = padding.
 ENCODER_TOKEN_IDS = "encoder_token_ids"
@@ -384,31 +385,26 @@ class TransformerSeq2Seq(keras.Model):
                        max_lengths=max_lengths)
 
     def get_config(self):
-        return {
-            "vocabulary_size": self.vocabulary_size,
-            "num_encoder_layers": self.num_encoder_layers,
-            "num_decoder_layers": self.num_decoder_layers,
-            "hidden_dim": self.hidden_dim,
-            "num_heads": self.num_heads,
-            "intermediate_dim": self.intermediate_dim,
-            "dropout": self.dropout,
-            "attention_dropout": self.attention_dropout,
-            "activation": self.activation,
-            "norm_first": self.norm_first,
-            "position_encoding": self.position_encoding,
-            "max_sequence_length": self.max_sequence_length,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-        }
+        return model_config(
+            self,
+            vocabulary_size=self.vocabulary_size,
+            num_encoder_layers=self.num_encoder_layers,
+            num_decoder_layers=self.num_decoder_layers,
+            hidden_dim=self.hidden_dim,
+            num_heads=self.num_heads,
+            intermediate_dim=self.intermediate_dim,
+            dropout=self.dropout,
+            attention_dropout=self.attention_dropout,
+            activation=self.activation,
+            norm_first=self.norm_first,
+            position_encoding=self.position_encoding,
+            max_sequence_length=self.max_sequence_length,
+            layer_norm_epsilon=self.layer_norm_epsilon,
+        )
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        if isinstance(config.get("dtype"), dict):
-            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-        return cls(**config)
+        return model_from_config(cls, config)
 
 
 def decoder_inputs(targets):
