@@ -46,7 +46,6 @@ from tfnlp.data import pretraining_dataset
 from tfnlp.models import BertEncoder
 from trainer import optimization, runtime, summaries
 from trainer.bert_models import build_model, config_from_name
-from trainer.checkpoints import Checkpoints, latest_step
 from trainer.export import export_trained_model
 from trainer.pretrain_flags import parse_flags
 from trainer.tasks import BertPretrainingTask
@@ -167,38 +166,20 @@ def run(flags):
             model=None,
             mixed_precision=flags.mixed_precision,
         )
-        step = tf.Variable(
-            0, dtype=tf.int64, trainable=False, name="step",
-            aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
-        )
+        step = runtime.step_variable()
+        _build(model, optimizer, flags)  # Every variable exists before restoring.
     task = BertPretrainingTask(model)
-    # The iterator of one device is saved in the checkpoints, so a resumed
-    # run goes on with the next batch. Distributed iterators cannot be saved:
-    # a resumed distributed run reads the data in a new order instead,
-    # seeded with the restored step, rather than the first batches again.
-    saved_iterator = run.replicas == 1 and flags.strategy == "default"
-    data_seed = flags.seed if saved_iterator else flags.seed + latest_step(flags.model_dir)
-    train_dataset = strategy.distribute_datasets_from_function(
-        dataset_function(
-            flags.train_data, flags, flags.global_batch_size, training=True, seed=data_seed
-        )
+    train_iterator, checkpoints, current_step = runtime.training_state(
+        run,
+        lambda seed: dataset_function(flags.train_data, flags, flags.global_batch_size,
+                                      training=True, seed=seed),
+        flags.seed, flags.keep_checkpoints, model=model, optimizer=optimizer, step=step,
     )
-    train_iterator = iter(train_dataset)
     loop = TrainingLoop(
         strategy, task, optimizer,
         gradient_accumulation_steps=flags.gradient_accumulation_steps,
         clip_norm=flags.clip_norm, jit_compile=flags.jit_compile,
     )
-    with strategy.scope():  # Every variable exists before restoring.
-        _build(model, optimizer, flags)
-    tracked = dict(model=model, optimizer=optimizer, step=step)
-    if saved_iterator:
-        tracked["train_iterator"] = train_iterator
-    checkpoints = Checkpoints(
-        tf.train.Checkpoint(**tracked), flags.model_dir, step, keep=flags.keep_checkpoints,
-        chief=run.chief, task_id=run.task_id,
-    )
-    current_step = checkpoints.restore_latest()
 
     logs = summaries.RunLogs(flags.model_dir, run.chief, flags.profile_steps)
     logs.writers.hparams(_hparams(flags, config, strategy))

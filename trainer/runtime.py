@@ -11,6 +11,7 @@ import keras
 import tensorflow as tf
 
 from trainer import distribution, run_files
+from trainer.checkpoints import Checkpoints, latest_step
 
 LOGGER = logging.getLogger(__name__)
 
@@ -33,6 +34,7 @@ class Run:
     model_dir: str
     chief: bool
     task_id: int
+    default_strategy: bool = True
 
     @property
     def replicas(self):
@@ -48,17 +50,18 @@ def configure_logging():
     )
 
 
-def start_run(model_dir, strategy="default", tpu="", mixed_precision=None, seed=0):
+def start_run(model_dir, strategy_name="default", tpu="", mixed_precision=None, seed=0):
     """Starts a run: the global dtype policy (`mixed_precision`:
     "bfloat16", "float16" or None), the strategy of `--strategy`, the
     model_dir, and the Keras seed of the initial weights and dropout."""
     if mixed_precision:
         keras.mixed_precision.set_global_policy(f"mixed_{mixed_precision}")
-    strategy = distribution.get_strategy(strategy, tpu)
+    strategy = distribution.get_strategy(strategy_name, tpu)
     _, task_id = distribution.task_of(strategy)
     tf.io.gfile.makedirs(model_dir)
     keras.utils.set_random_seed(seed)
-    return Run(strategy, model_dir, distribution.is_chief(strategy), task_id)
+    return Run(strategy, model_dir, distribution.is_chief(strategy), task_id,
+               default_strategy=(strategy_name == "default"))
 
 
 def check_global_batch_size(global_batch_size, replicas, accumulation_steps=1):
@@ -104,3 +107,42 @@ def write_run_files(run, config, serving_record):
     if run.chief:
         config.to_json(os.path.join(run.model_dir, run_files.CONFIG_FILE))
         run_files.write_serving_record(run.model_dir, serving_record)
+
+
+def step_variable():
+    """The int64 training step, counted once however many replicas (create
+    it in the strategy's scope)."""
+    return tf.Variable(0, dtype=tf.int64, trainable=False, name="step",
+                       aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+
+
+def training_state(run, dataset_function, seed, keep, **tracked):
+    """The training iterator and the run's `Checkpoints`, restored.
+
+    The iterator of one device is saved in the checkpoints, so a resumed run
+    goes on with the next batch. Distributed iterators cannot be saved: a
+    resumed distributed run reads the data in a new order instead, seeded
+    with the restored step, rather than the first batches again.
+
+    Args:
+        run: the `Run`.
+        dataset_function: `seed -> (input_context -> tf.data.Dataset)`, for
+            `distribute_datasets_from_function`.
+        seed: the data seed of `--seed`.
+        keep: how many checkpoints to keep.
+        tracked: what the checkpoints hold besides the iterator: the model,
+            optimizer and `step` (a `step_variable`), built already.
+
+    Returns:
+        `(train_iterator, checkpoints, step)`: `step` is the restored step
+        (0 when there was no checkpoint).
+    """
+    saved_iterator = run.replicas == 1 and run.default_strategy
+    data_seed = seed if saved_iterator else seed + latest_step(run.model_dir)
+    train_iterator = iter(run.strategy.distribute_datasets_from_function(
+        dataset_function(data_seed)))
+    if saved_iterator:
+        tracked["train_iterator"] = train_iterator
+    checkpoints = Checkpoints(tf.train.Checkpoint(**tracked), run.model_dir, tracked["step"],
+                              keep=keep, chief=run.chief, task_id=run.task_id)
+    return train_iterator, checkpoints, checkpoints.restore_latest()

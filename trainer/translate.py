@@ -45,7 +45,6 @@ from tfnlp.data.translation_schema import INPUTS
 from tfnlp.models.seq2seq import PRESETS, TransformerSeq2Seq
 from tfnlp.text import SentencePieceTokenizer
 from trainer import optimization, runtime, summaries
-from trainer.checkpoints import Checkpoints, latest_step
 from trainer.run_files import CONFIG_FILE, read_json, write_json, write_serving_record
 from trainer.tasks.translation import TranslationTask
 from trainer.training_loop import LoopSchedule, TrainingLoop, evaluate, train
@@ -197,10 +196,7 @@ def run(flags):
             schedule=flags.learning_rate_schedule,
         )
         optimizer.build(model.trainable_variables)
-        step = tf.Variable(
-            0, dtype=tf.int64, trainable=False, name="step",
-            aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
-        )
+        step = runtime.step_variable()
     if run.chief:
         write_json(os.path.join(flags.model_dir, CONFIG_FILE), model.get_config())
         write_serving_record(flags.model_dir, serving_record(flags, vocab_file))
@@ -208,22 +204,15 @@ def run(flags):
                 type(strategy).__name__, run.replicas, flags.config, model.count_params())
 
     task = TranslationTask(model, label_smoothing=flags.label_smoothing)
-    saved_iterator = run.replicas == 1 and flags.strategy == "default"
-    data_seed = flags.seed if saved_iterator else flags.seed + latest_step(flags.model_dir)
-    train_iterator = iter(strategy.distribute_datasets_from_function(
-        dataset_function(train_files, flags, training=True, seed=data_seed)))
+    train_iterator, checkpoints, current_step = runtime.training_state(
+        run, lambda seed: dataset_function(train_files, flags, training=True, seed=seed),
+        flags.seed, flags.keep_checkpoints, model=model, optimizer=optimizer, step=step,
+    )
     loop = TrainingLoop(
         strategy, task, optimizer,
         gradient_accumulation_steps=flags.gradient_accumulation_steps,
         clip_norm=flags.clip_norm, jit_compile=flags.jit_compile,
     )
-    tracked = dict(model=model, optimizer=optimizer, step=step)
-    if saved_iterator:
-        tracked["train_iterator"] = train_iterator
-    checkpoint = tf.train.Checkpoint(**tracked)
-    checkpoints = Checkpoints(checkpoint, flags.model_dir, step, keep=flags.keep_checkpoints,
-                              chief=run.chief, task_id=run.task_id)
-    current_step = checkpoints.restore_latest()
 
     logs = summaries.RunLogs(flags.model_dir, run.chief, flags.profile_steps)
     logs.writers.hparams(_hparams(flags, model, strategy))
