@@ -207,3 +207,19 @@ def test_works_in_tf_data(tokenizer, processor):
         lambda text: tokenizer.tokenize(text, add_eos=True))
     [batch] = list(dataset)
     assert batch.to_list() == [ids + [3] for ids in processor.encode(lines)]
+
+
+def test_seeding_after_building_keeps_each_model(proto, processor, shared_data_dir):
+    # Seeding clears TensorFlow's kernel cache, which used to delete the
+    # model resource of a tokenizer built before it.
+    lines = multi30k_lines(shared_data_dir, "val", "en")[:50]
+    other_proto = train_model(lines, vocab_size=300, pad_id=0, unk_id=1, bos_id=2, eos_id=3,
+                              byte_fallback=True)
+    tokenizer = SentencePieceTokenizer(proto=proto)
+    other = SentencePieceTokenizer(proto=other_proto)
+    keras.utils.set_random_seed(7)
+    text = ["A dog runs on the beach.", "Zwei Männer."]
+    assert tokenizer.tokenize(tf.constant(text)).to_list() == processor.encode(text)
+    other_processor = sentencepiece.SentencePieceProcessor(model_proto=other_proto)
+    assert other.tokenize(tf.constant(text)).to_list() == other_processor.encode(text)
+    assert other_processor.encode(text) != processor.encode(text)

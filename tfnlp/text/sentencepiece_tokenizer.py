@@ -1,14 +1,40 @@
 """The SentencePiece tokenizer of the translation data, in the TensorFlow graph."""
 
 import base64
+import hashlib
 
 import keras
 import sentencepiece
 import tensorflow as tf
 import tensorflow_text as tf_text
+from tensorflow_text.python.ops.sentencepiece_tokenizer import gen_sentencepiece_tokenizer
 
 from tfnlp.data import translation_schema
 from tfnlp.text.bert_tokenizer import tokenize_any_rank
+
+
+class _SharedModelResource(tf.saved_model.experimental.TrackableResource):
+    """The SentencePiece model resource, under a name of its own.
+
+    tensorflow-text creates the model as a resource private to the kernel
+    that made it, so in eager mode it vanishes when TensorFlow clears its
+    kernel cache, as `tf.random.set_seed` and `keras.utils.set_random_seed`
+    do: a tokenizer built before seeding then fails with "Resource ...
+    SentencepieceResource does not exist". Named after the model's bytes
+    (`shared_name`), the resource lives in the resource manager instead; a
+    second tokenizer of the same model shares it, and a SavedModel stays
+    byte-for-byte the same.
+    """
+
+    def __init__(self, proto):
+        super().__init__()
+        self._proto = proto
+        self._shared_name = "tfnlp_sentencepiece_" + hashlib.sha256(proto).hexdigest()[:32]
+        _ = self.resource_handle  # Creates the resource now.
+
+    def _create_resource(self):
+        return gen_sentencepiece_tokenizer.sentencepiece_op(
+            model=self._proto, shared_name=self._shared_name)
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -125,6 +151,8 @@ class SentencePieceTokenizer(keras.layers.Layer):
             model=self.proto, out_type=tf.int32, nbest_size=0, alpha=1.0,
             reverse=False, add_bos=False, add_eos=False,
         )
+        # tensorflow-text's tokenizer reads its model from `_model_resource`.
+        self._sentencepiece._model_resource = _SharedModelResource(self.proto)
         self.built = True
 
     @property
