@@ -112,7 +112,7 @@ from keras import ops
 
 from tfnlp.losses import label_smoothed_cross_entropy
 from tfnlp.models.seq2seq import PRESETS, TransformerSeq2Seq
-from tfnlp.models.seq2seq.transformer_seq2seq import (
+from tfnlp.models.seq2seq.generation import (
     DECODER_TOKEN_IDS,
     ENCODER_TOKEN_IDS,
     decoder_inputs,

@@ -11,7 +11,10 @@ particular to it.
 - a `.keras` archive reloads (safe mode) as the same class with the same
   outputs;
 - with `jax=True`, that archive loaded on the JAX backend in a new process
-  gives the same outputs (the model code is `keras.ops` only).
+  gives the same outputs (the model code is `keras.ops` only);
+- a `tf.train.Checkpoint` of it (what the trainers write) holds every
+  variable, and restores into a model rebuilt from its config (a list of
+  layers kept in a Keras `TrackedList` would be missing).
 """
 
 import os
@@ -20,6 +23,7 @@ import sys
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from tests.conftest import REPOSITORY
 from tests.layer_test_helpers import assert_allclose_nested, check_config_round_trip
@@ -58,6 +62,21 @@ def check_model(model, inputs, directory, jax=False, atol=1e-5):
     path = check_keras_save_and_load(model, inputs, outputs, directory, atol)
     if jax:
         check_jax_outputs(path, inputs, outputs, directory, atol)
+    check_tf_checkpoint(model, inputs, outputs, directory)
+
+
+def check_tf_checkpoint(model, inputs, outputs, directory):
+    """A `tf.train.Checkpoint(model=model)` holds every variable of `model`
+    and restores them all into `from_config(get_config())`."""
+    path = tf.train.Checkpoint(model=model).write(str(directory / "tf_checkpoint" / "ckpt"))
+    saved = [name for name in tf.train.load_checkpoint(path).get_variable_to_shape_map()
+             if name.startswith("model/")]
+    assert len(saved) == len(model.weights), (
+        f"the checkpoint holds {len(saved)} of the model's {len(model.weights)} variables")
+    restored = type(model).from_config(model.get_config())
+    restored(inputs)
+    tf.train.Checkpoint(model=restored).read(path).assert_consumed()
+    assert_allclose_nested(restored(inputs), outputs, atol=0, rtol=0)
 
 
 def check_keras_save_and_load(model, inputs, outputs, directory, atol=1e-5):

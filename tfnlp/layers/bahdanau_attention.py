@@ -131,13 +131,14 @@ class BahdanauAttention(GlobalAttention):
                 name="bias", shape=(self.units,), initializer="zeros"
             )
 
-    def attention_scores(self, query, values):
+    def memory_keys(self, values):
+        """`W₂ h̄_s`, `(batch, source_length, units)`."""
+        return ops.matmul(values, self.value_kernel)
+
+    def scores_from_keys(self, query, keys):
         """Scores of shape `(batch, query_length, source_length)`."""
         projected_query = ops.matmul(query, self.query_kernel)
-        projected_values = ops.matmul(values, self.value_kernel)
-        hidden = ops.expand_dims(projected_query, 2) + ops.expand_dims(
-            projected_values, 1
-        )
+        hidden = ops.expand_dims(projected_query, 2) + ops.expand_dims(keys, 1)
         attention_vector = ops.convert_to_tensor(self.attention_vector)
         if self.normalize:
             hidden = hidden + self.bias

@@ -2,7 +2,8 @@
 
 Both score a decoder query against encoder memory, normalise the scores over
 the unmasked memory positions and return the weighted sum of the memory. A
-subclass defines only `attention_scores(query, values)`.
+subclass defines `memory_keys(values)` (what the query is compared with,
+computed once per source) and `scores_from_keys(query, keys)`.
 """
 
 import keras
@@ -15,10 +16,14 @@ class GlobalAttention(keras.layers.Layer):
     """Base of `LuongAttention` and `BahdanauAttention`: global attention of
     a decoder query over the whole encoder memory.
 
-    Not a layer to use by itself: a subclass defines
-    `attention_scores(query, values)` (and its own constructor arguments,
+    Not a layer to use by itself: a subclass defines `memory_keys(values)`
+    and `scores_from_keys(query, keys)` (and its own constructor arguments,
     such as Luong's score function); this class normalises the scores over
     the unmasked memory positions and returns the weighted sum.
+
+    A recurrent decoder attends to the same memory at every step: it calls
+    `memory_keys` once per source and `attend(query, keys, values, mask)` at
+    each step, so the memory's projection is not recomputed per step.
 
     Args:
         **kwargs: standard `keras.layers.Layer` arguments.
@@ -37,8 +42,8 @@ class GlobalAttention(keras.layers.Layer):
 
     >>> import numpy as np
     >>> class DotAttention(GlobalAttention):
-    ...     def attention_scores(self, query, values):
-    ...         return ops.matmul(query, ops.transpose(values, (0, 2, 1)))
+    ...     def scores_from_keys(self, query, keys):
+    ...         return ops.matmul(query, ops.transpose(keys, (0, 2, 1)))
     >>> values = np.ones((1, 3, 4), "float32")
     >>> context, weights = DotAttention()(np.ones((1, 4), "float32"), values,
     ...                                   mask=np.array([[True, True, False]]))
@@ -52,15 +57,27 @@ class GlobalAttention(keras.layers.Layer):
           Learning to Align and Translate](https://arxiv.org/abs/1409.0473)
     """
 
-    def attention_scores(self, query, values):
-        """Scores of shape `(batch, query_length, source_length)`."""
+    def memory_keys(self, values):
+        """What the query is compared with, `(batch, source_length, units)`,
+        computed once per memory: the values themselves unless a subclass
+        projects them."""
+        return values
+
+    def scores_from_keys(self, query, keys):
+        """Scores `(batch, query_length, source_length)` of a 3-D query
+        against `memory_keys(values)`."""
         raise NotImplementedError
 
-    def call(self, query, values, mask=None):
+    def attention_scores(self, query, values):
+        """Scores of shape `(batch, query_length, source_length)`."""
+        return self.scores_from_keys(query, self.memory_keys(values))
+
+    def attend(self, query, keys, values, mask=None):
+        """`call` with the memory's keys computed already (`memory_keys`)."""
         single_step = len(query.shape) == 2
         if single_step:
             query = ops.expand_dims(query, 1)
-        scores = self.attention_scores(query, values)
+        scores = self.scores_from_keys(query, keys)
         if mask is not None:
             mask = ops.expand_dims(ops.cast(mask, "bool"), 1)
         attention_weights = masked_softmax(scores, mask, axis=-1)
@@ -69,6 +86,9 @@ class GlobalAttention(keras.layers.Layer):
             context = ops.squeeze(context, 1)
             attention_weights = ops.squeeze(attention_weights, 1)
         return context, attention_weights
+
+    def call(self, query, values, mask=None):
+        return self.attend(query, self.memory_keys(values), values, mask)
 
     def compute_output_shape(self, query_shape, values_shape):
         leading = tuple(query_shape[:-1])

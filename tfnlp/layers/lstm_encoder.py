@@ -106,7 +106,8 @@ class LSTMEncoder(keras.layers.Layer):
         # still see the padding.
         self.supports_masking = True
 
-        self.recurrent_layers = []
+        # One attribute per layer rather than a list: Keras wraps a list in a
+        # TrackedList, which tf.train.Checkpoint does not see.
         for index in range(self.num_layers):
             lstm = keras.layers.LSTM(
                 self.units,
@@ -124,10 +125,15 @@ class LSTMEncoder(keras.layers.Layer):
                     dtype=self.dtype_policy,
                     name=f"bidirectional_lstm_{index}",
                 )
-            self.recurrent_layers.append(lstm)
+            setattr(self, f"recurrent_layer_{index}", lstm)
         self.dropout_layer = Dropout(
             self.dropout, dtype=self.dtype_policy, name="dropout"
         )
+
+    @property
+    def recurrent_layers(self):
+        """The LSTM (or bidirectional LSTM) layers, bottom first."""
+        return [getattr(self, f"recurrent_layer_{index}") for index in range(self.num_layers)]
 
     @property
     def output_dim(self):

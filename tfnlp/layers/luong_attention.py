@@ -136,23 +136,25 @@ class LuongAttention(GlobalAttention):
                 name="scale", shape=(), initializer="ones"
             )
 
-    def attention_scores(self, query, values):
+    def memory_keys(self, values):
+        """The values (`"dot"`), `h̄_s W_aᵀ` (`"general"`, so a step's score
+        is one matmul) or `W_value h̄_s` (`"concat"`)."""
+        if self.score == "general":
+            return ops.matmul(values, ops.transpose(self.attention_kernel))
+        if self.score == "concat":
+            return ops.matmul(values, self.value_kernel)
+        return values
+
+    def scores_from_keys(self, query, keys):
         """Scores of shape `(batch, query_length, source_length)`."""
-        if self.score == "dot":
-            scores = ops.matmul(query, ops.swapaxes(values, -1, -2))
-        elif self.score == "general":
-            projected_query = ops.matmul(query, self.attention_kernel)
-            scores = ops.matmul(projected_query, ops.swapaxes(values, -1, -2))
-        else:
+        if self.score == "concat":
             # W_a [h_t; h̄_s] = W_query h_t + W_value h̄_s, broadcast over
             # (query_length, source_length).
             projected_query = ops.matmul(query, self.query_kernel)
-            projected_values = ops.matmul(values, self.value_kernel)
-            hidden = ops.tanh(
-                ops.expand_dims(projected_query, 2)
-                + ops.expand_dims(projected_values, 1)
-            )
+            hidden = ops.tanh(ops.expand_dims(projected_query, 2) + ops.expand_dims(keys, 1))
             scores = ops.sum(hidden * self.attention_vector, axis=-1)
+        else:
+            scores = ops.matmul(query, ops.swapaxes(keys, -1, -2))
         if self.scale:
             scores = scores * ops.cast(self.scale_weight, scores.dtype)
         return scores

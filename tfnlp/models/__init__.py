@@ -2,7 +2,7 @@
 encoder, the pretraining model, fine-tuning heads, feature extraction, the
 Hugging Face converter) is exported here as well; its losses live in
 `tfnlp.losses`. The seq2seq family
-(`tfnlp.models.seq2seq`: the Transformer encoder-decoder) is a sibling
+(`tfnlp.models.seq2seq`: the Transformer and the LSTM encoder-decoders) is a sibling
 package, also exported here; the decoder-LM family will join the same way."""
 
 from tfnlp.losses import masked_lm_loss, next_sentence_loss, pretraining_loss
@@ -18,4 +18,4 @@ from tfnlp.models.bert import (
     bert_features,
     gather_positions,
 )
-from tfnlp.models.seq2seq import TransformerSeq2Seq, decoder_inputs
+from tfnlp.models.seq2seq import RNNSeq2Seq, TransformerSeq2Seq, decoder_inputs

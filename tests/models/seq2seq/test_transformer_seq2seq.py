@@ -2,10 +2,10 @@ import keras
 import keras_hub
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from tests.layer_test_helpers import to_numpy
 from tests.model_test_helpers import check_model
+from tests.models.seq2seq.seq2seq_batches import random_batch
 from tfnlp.models import TransformerSeq2Seq, decoder_inputs
 from tfnlp.models.seq2seq import PRESETS
 
@@ -21,18 +21,8 @@ def tiny_model(**overrides):
     return TransformerSeq2Seq(**arguments)
 
 
-def batch(source_lengths=(6, 3, 1), target_lengths=(5, 2, 4), length=7, seed=0):
-    """Random sources and targets ending with EOS (3), 0-padded."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for lengths in (source_lengths, target_lengths):
-        ids = rng.integers(4, VOCABULARY, size=(len(lengths), length)).astype("int32")
-        for row, real in enumerate(lengths):
-            ids[row, real - 1] = 3
-            ids[row, real:] = 0
-        rows.append(ids)
-    source, targets = rows
-    return {"encoder_token_ids": source, "decoder_token_ids": to_numpy(decoder_inputs(targets))}
+def batch(**arguments):
+    return random_batch(VOCABULARY, **arguments)
 
 
 def reference_logits(model, inputs):
@@ -147,16 +137,3 @@ def test_logits_are_float32_under_mixed_precision():
     model = tiny_model(dtype="mixed_bfloat16")
     assert to_numpy(model(batch())).dtype == np.float32
 
-
-def test_a_tensorflow_checkpoint_holds_every_variable(tmp_path):
-    model = tiny_model(norm_first=True)
-    reader = tf.train.load_checkpoint(
-        tf.train.Checkpoint(model=model).write(str(tmp_path / "ckpt")))
-    saved = [name for name in reader.get_variable_to_shape_map() if name.startswith("model/")]
-    assert len(saved) == len(model.weights)
-    keras.utils.set_random_seed(9)
-    restored = TransformerSeq2Seq.from_config(model.get_config())
-    status = tf.train.Checkpoint(model=restored).read(str(tmp_path / "ckpt"))
-    status.assert_consumed()
-    inputs = batch()
-    np.testing.assert_array_equal(to_numpy(restored(inputs)), to_numpy(model(inputs)))

@@ -2,17 +2,21 @@
 
 - `TransformerSeq2Seq`: the Transformer encoder-decoder with shared, tied
   embeddings, presets `tiny`, `small` and `base`;
-- `decoder_inputs`: the targets shifted right behind `BOS_ID`.
+- `RNNSeq2Seq`: the LSTM encoder-decoder with Luong or Bahdanau attention,
+  or none;
+- `decoder_inputs`: the targets shifted right behind `BOS_ID`; `generate`:
+  decoding through a `tfnlp.decoding` decoder (`generation.py`).
 
 Models of this family follow the step contract of `tfnlp.decoding`
 (`initial_cache`, `decode_step`) so one set of decoders serves them all; the
 loss is in `tfnlp.losses.translation_losses`.
 """
 
-from tfnlp.models.seq2seq.transformer_seq2seq import (
+from tfnlp.models.seq2seq.generation import (
     DECODER_TOKEN_IDS,
     ENCODER_TOKEN_IDS,
-    PRESETS,
-    TransformerSeq2Seq,
     decoder_inputs,
+    generate,
 )
+from tfnlp.models.seq2seq.rnn_seq2seq import ATTENTIONS, RNNSeq2Seq
+from tfnlp.models.seq2seq.transformer_seq2seq import PRESETS, TransformerSeq2Seq

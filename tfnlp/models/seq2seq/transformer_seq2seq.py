@@ -5,17 +5,14 @@ import math
 import keras
 from keras import ops
 
-from tfnlp.data.translation_schema import BOS_ID, EOS_ID, PAD_ID
+from tfnlp.data.translation_schema import PAD_ID
 from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.position_embedding import PositionEmbedding
 from tfnlp.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
 from tfnlp.layers.transformer_decoder_block import TransformerDecoderBlock
 from tfnlp.layers.transformer_encoder_block import TransformerEncoderBlock
 from tfnlp.models.model_config import model_config, model_from_config
-
-# The model's inputs: int (batch, length) token ids, 0 = padding.
-ENCODER_TOKEN_IDS = "encoder_token_ids"
-DECODER_TOKEN_IDS = "decoder_token_ids"
+from tfnlp.models.seq2seq.generation import DECODER_TOKEN_IDS, ENCODER_TOKEN_IDS, generate
 
 POSITION_ENCODINGS = ("sinusoidal", "learned")
 
@@ -348,41 +345,16 @@ class TransformerSeq2Seq(keras.Model):
 
     def generate(self, encoder_token_ids, decoder, max_length, max_length_a=None,
                  max_length_b=0):
-        """Translates a batch of source ids with a `tfnlp.decoding` decoder.
-
-        Args:
-            encoder_token_ids: int `(batch, source_length)`, 0-padded, each
-                ending with `EOS_ID`.
-            decoder: a `tfnlp.decoding` decoder (greedy, beam search,
-                sampling).
-            max_length: the static bound of generated tokens (at most
-                `max_sequence_length`).
-            max_length_a, max_length_b: with `max_length_a`, each sentence
-                generates at most `a * source_length + b` tokens (the source
-                length without EOS; fairseq's `--max-len-a/b`), capped at
-                `max_length`.
-
-        Returns:
-            The decoder's result dict: `ids` `(batch, num_sequences,
-            max_length)` (ending with `EOS_ID`, 0-padded), `lengths` and
-            `scores`.
-        """
+        """Translates a batch of source ids with a `tfnlp.decoding` decoder
+        (`tfnlp.models.seq2seq.generation.generate`); `max_length` is at most
+        `max_sequence_length`."""
         if max_length > self.max_sequence_length:
             raise ValueError(
                 f"max_length={max_length} is longer than the model's "
                 f"max_sequence_length={self.max_sequence_length}."
             )
-        encoder_token_ids = ops.cast(encoder_token_ids, "int32")
-        max_lengths = None
-        if max_length_a is not None:
-            source_lengths = ops.sum(
-                ops.cast(ops.not_equal(encoder_token_ids, PAD_ID), "float32"), axis=1)
-            bounds = ops.ceil(max_length_a * (source_lengths - 1.0)) + max_length_b
-            max_lengths = ops.cast(ops.clip(bounds, 1.0, float(max_length)), "int32")
-        cache = self.initial_cache(encoder_token_ids, max_length)
-        start_ids = ops.full((ops.shape(encoder_token_ids)[0],), BOS_ID, dtype="int32")
-        return decoder(self.decode_step, cache, start_ids, EOS_ID, max_length,
-                       max_lengths=max_lengths)
+        return generate(self, encoder_token_ids, decoder, max_length, max_length_a,
+                        max_length_b)
 
     def get_config(self):
         return model_config(
@@ -406,13 +378,3 @@ class TransformerSeq2Seq(keras.Model):
     def from_config(cls, config):
         return model_from_config(cls, config)
 
-
-def decoder_inputs(targets):
-    """The decoder's inputs for teacher forcing: `BOS_ID`, then the
-    targets without their last position (int `(batch, target_length)`,
-    0-padded, each row ending with `EOS_ID`). Padding stays padding."""
-    targets = ops.cast(targets, "int32")
-    shifted = ops.concatenate(
-        [ops.full_like(targets[:, :1], BOS_ID), targets[:, :-1]], axis=1)
-    # A padded position stays 0 (it follows the EOS of a shorter row).
-    return ops.where(ops.equal(targets, PAD_ID), PAD_ID, shifted)
