@@ -4,6 +4,10 @@ small joint SentencePiece model, a tiny model configuration, and the flags
 of a tiny trainer run on them."""
 
 import json
+import os
+
+import sacrebleu
+import tensorflow as tf
 
 from pipelines import translation_data
 from tests.text.sentencepiece_models import multi30k_lines
@@ -89,3 +93,18 @@ def trainer_flags(data, model_dir, *extra, **overrides):
     }
     values.update(overrides)
     return [f"--{name}={value}" for name, value in values.items()] + list(extra)
+
+
+def assert_export_scores_the_best_bleu(model_dir, export_dir, data):
+    """The export (the best checkpoint) translates the raw validation
+    sources in one batch; sacreBLEU against the raw references gives the
+    BLEU the trainer logged for that checkpoint, decoded in its own batches
+    from the records."""
+    with open(os.path.join(model_dir, "best", "best.json"), encoding="utf-8") as file:
+        best = json.load(file)
+    served = tf.saved_model.load(os.path.join(export_dir, "1"))
+    outputs = served.signatures["serving_default"](inputs=tf.constant(data["val_sources"]))
+    translations = [text.decode("utf-8") for text in outputs["translations"].numpy()]
+    score = sacrebleu.corpus_bleu(translations, [data["val_references"]]).score
+    assert abs(score - best["bleu"]) < 1e-9, (score, best)
+    assert outputs["scores"].shape == (len(data["val_sources"]),)

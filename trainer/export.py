@@ -11,7 +11,7 @@ and prints its path. `--model_dir` is one of:
 - a `trainer.pretrain` run: the encoder and its masked-LM head (encoder and
   fill-mask signatures). Pretraining reads TFRecords, so give the
   vocabulary of its data with `--vocab_file` unless the run was given one;
-- a `trainer.translate` run: the Transformer of its best checkpoint by
+- a `trainer.translate` run: the model (Transformer or LSTM) of its best checkpoint by
   validation BLEU (else its latest), with a text-in/text-out
   `serving_default` and `translate_ids`, decoding as the run recorded
   (`--beam_size`, `--length_penalty`, ... override it);

@@ -1,4 +1,5 @@
-"""Transformer translation training on `tf.distribute`.
+"""Translation training on `tf.distribute`: the Transformer or the LSTM
+encoder-decoder.
 
     python -m trainer.translate --train_data='DATA/translation-*' \\
         --eval_data='VAL/translation-*' --model_dir=RUN --config=tiny \\
@@ -6,7 +7,8 @@
 
 reads the shards of `python -m pipelines.translation_data` with
 `tfnlp.data.translation_dataset` (batches of about `--max_tokens_per_batch`
-tokens, bucketed by length), trains `tfnlp.models.TransformerSeq2Seq` with
+tokens, bucketed by length), trains `tfnlp.models.TransformerSeq2Seq` (or,
+with `--model=rnn --attention=...`, `tfnlp.models.RNNSeq2Seq`) with
 the shared loop of `trainer.training_loop` (the label-smoothed
 cross-entropy per target token of the global batch: `trainer.tasks.
 TranslationTask`), and writes into `--model_dir`:
@@ -17,9 +19,10 @@ TranslationTask`), and writes into `--model_dir`:
 - `train/` and `eval/` TensorBoard logs: loss, NLL, perplexity, token
   accuracy, learning rate, gradient norm, tokens/s; validation loss, BLEU,
   lower-cased BLEU and chrF; sample translations of the first validation
-  sentences (text plugin) and their cross-attention (last decoder layer,
-  averaged over heads: images).
-- `train_log.jsonl`, `eval_log.jsonl`; `config.json` (the model's config)
+  sentences (text plugin) and their alignments (images: the Transformer's
+  last cross-attention averaged over heads, the LSTM's attention).
+- `train_log.jsonl`, `eval_log.jsonl`; `config.json` (the model, serialized
+  by Keras: class and config)
   and `serving.json` (the SentencePiece model and decoding settings for
   `trainer.export`).
 - `best/`: the checkpoint of the best validation BLEU so far and
@@ -42,16 +45,17 @@ import tensorflow as tf
 
 from tfnlp.data import translation_dataset
 from tfnlp.data.translation_schema import INPUTS
-from tfnlp.models.seq2seq import PRESETS, TransformerSeq2Seq
 from tfnlp.text import SentencePieceTokenizer
 from trainer import optimization, runtime, summaries
-from trainer.run_files import CONFIG_FILE, read_json, write_json, write_serving_record
+from trainer.run_files import CONFIG_FILE, write_json, write_serving_record
 from trainer.tasks.translation import TranslationTask
 from trainer.training_loop import LoopSchedule, TrainingLoop, evaluate, train
 from trainer.translate_flags import parse_flags
 from trainer.translation_eval import TranslationEvaluator, Translator
 from trainer.translation_models import (
+    build_translation_model,
     export_translation_model,
+    run_config,
     serving_record,
     translation_signatures,
 )
@@ -121,28 +125,6 @@ def dataset_function(files, flags, training, seed=None):
     return dataset_fn
 
 
-def build_model(flags, vocabulary_size):
-    """The `TransformerSeq2Seq` of `--config` (a preset or a JSON file of
-    constructor arguments) with the model flags."""
-    arguments = dict(
-        vocabulary_size=vocabulary_size,
-        dropout=flags.dropout,
-        norm_first=flags.norm_first,
-        position_encoding=flags.position_encoding,
-        max_sequence_length=max(flags.max_length, 256),
-    )
-    if flags.config in PRESETS:
-        return TransformerSeq2Seq.from_preset(flags.config, **arguments)
-    sizes = read_json(flags.config)
-    if not isinstance(sizes, dict):
-        raise FileNotFoundError(
-            f"--config={flags.config!r} is neither a preset ({', '.join(sorted(PRESETS))}) "
-            "nor a JSON file of TransformerSeq2Seq arguments such as "
-            '{"num_encoder_layers": 2, "hidden_dim": 64, ...}.'
-        )
-    return TransformerSeq2Seq(**{**sizes, **arguments})
-
-
 def _hparams(flags, model, strategy):
     values = {f"model/{name}": value for name, value in model.get_config().items()
               if isinstance(value, (bool, int, float, str))}
@@ -182,7 +164,7 @@ def run(flags):
     tokenizer = SentencePieceTokenizer(model_file=vocab_file)
     strategy = run.strategy
     with strategy.scope():
-        model = build_model(flags, tokenizer.vocabulary_size)
+        model = build_translation_model(flags, tokenizer.vocabulary_size)
         optimizer = optimization.create_optimizer(
             flags.optimizer,
             learning_rate=flags.learning_rate,
@@ -198,7 +180,7 @@ def run(flags):
         optimizer.build(model.trainable_variables)
         step = runtime.step_variable()
     if run.chief:
-        write_json(os.path.join(flags.model_dir, CONFIG_FILE), model.get_config())
+        write_json(os.path.join(flags.model_dir, CONFIG_FILE), run_config(model))
         write_serving_record(flags.model_dir, serving_record(flags, vocab_file))
     LOGGER.info("Translation training with %s on %d replica(s): %s (%d parameters)",
                 type(strategy).__name__, run.replicas, flags.config, model.count_params())

@@ -3,11 +3,12 @@
 import argparse
 
 from tfnlp.command_line import add_boolean_flag
-from tfnlp.models.seq2seq import PRESETS
+from tfnlp.models.seq2seq import ATTENTIONS, PRESETS, RNN_PRESETS
 from trainer.optimization import OPTIMIZERS, SCHEDULES
 from trainer.run_flags import add_distribution_flags, check_counts
 
 LENGTH_PENALTIES = ("gnmt", "average", "none")
+MODELS = ("transformer", "rnn")
 
 
 def add_decoding_flags(group, recorded=False):
@@ -59,15 +60,23 @@ def translation_parser():
     model = parser.add_argument_group("model")
     model.add_argument("--model_dir", required=True,
                        help="Checkpoints, TensorBoard logs and train_log.jsonl.")
+    model.add_argument("--model", choices=MODELS, default="transformer",
+                       help="TransformerSeq2Seq, or RNNSeq2Seq (the LSTM encoder-decoder).")
     model.add_argument("--config", default="tiny",
-                       help=f"A TransformerSeq2Seq preset ({', '.join(sorted(PRESETS))}) or a "
-                            "JSON file of its constructor arguments (sizes); the flags "
-                            "below override it.")
+                       help=f"A preset (transformer: {', '.join(sorted(PRESETS))}; rnn: "
+                            f"{', '.join(sorted(RNN_PRESETS))}) or a JSON file of the "
+                            "model's constructor arguments (sizes); the flags below "
+                            "override it.")
     model.add_argument("--dropout", type=float, default=0.3,
-                       help="Dropout of embeddings, attention and sublayers.")
-    add_boolean_flag(model, "norm_first", False, "Pre-LN blocks instead of post-LN.")
+                       help="Dropout of embeddings, attention and sublayers (rnn: "
+                            "embeddings, between layers and the attentional state).")
+    add_boolean_flag(model, "norm_first", False,
+                     "Pre-LN blocks instead of post-LN (transformer only).")
     model.add_argument("--position_encoding", choices=("sinusoidal", "learned"),
-                       default="sinusoidal")
+                       default="sinusoidal", help="Transformer only.")
+    model.add_argument("--attention", choices=(*ATTENTIONS, "none"), default="luong_general",
+                       help="The rnn model's attention; none sees the source only through "
+                            "the encoder's final states.")
 
     training = parser.add_argument_group("training")
     training.add_argument("--train_steps", type=int, required=True)
@@ -121,6 +130,9 @@ def parse_flags(argv=None):
         parser.error(f"--learning_rate must be positive, got {flags.learning_rate}.")
     if not 0 <= flags.label_smoothing < 1:
         parser.error(f"--label_smoothing must be in [0, 1), got {flags.label_smoothing}.")
+    if flags.model == "rnn" and (flags.norm_first or flags.position_encoding != "sinusoidal"):
+        parser.error("--norm_first and --position_encoding are Transformer flags; the rnn "
+                     "model has neither. Leave them out, or use --model=transformer.")
     if flags.max_tokens_per_batch < flags.max_length:
         parser.error(
             f"--max_tokens_per_batch ({flags.max_tokens_per_batch}) must be at least "

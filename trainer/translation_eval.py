@@ -139,14 +139,13 @@ class TranslationEvaluator:
         ]
         images = {}
         model = self.translator.model
-        attention = model.cross_attention(
-            {ENCODER_TOKEN_IDS: source_ids, DECODER_TOKEN_IDS: decoder_inputs(ids)})[-1]
-        attention = tf.reduce_mean(tf.cast(attention, tf.float32), axis=1).numpy()
+        attention = np.asarray(model.alignments(
+            {ENCODER_TOKEN_IDS: source_ids, DECODER_TOKEN_IDS: decoder_inputs(ids)}))
         for index in range(len(ids)):
             target_length = max(int(np.sum(ids[index] != 0)), 1)
             source_length = max(int(np.sum(source_ids[index] != 0)), 1)
             weights = attention[index, :target_length, :source_length]
-            images[f"cross_attention/sentence_{index}"] = attention_image(weights[None])
+            images[f"alignment/sentence_{index}"] = attention_image(weights[None])
         with writers.eval.as_default(step=step):
             tf.summary.text("sample_translations", tf.constant(lines))
         writers.eval.flush()

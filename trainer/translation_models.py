@@ -2,19 +2,21 @@
 
 Used by `trainer.translate` (training), `trainer.export` (a translation
 run's `--model_dir`) and `trainer.translate_text` (translating a file).
-A run's `config.json` holds the `TransformerSeq2Seq` config and its
+A run's `config.json` holds the model serialized by Keras (its class,
+`TransformerSeq2Seq` or `RNNSeq2Seq`, and config: `run_config`) and its
 `serving.json` the SentencePiece model and the decoding settings
 (`serving_record`).
 """
 
 import os
 
+import keras
 import tensorflow as tf
 
 from tfnlp import decoding
 from tfnlp.export.saved_model import write_next_version
 from tfnlp.export.translation_signatures import TranslationSignatures
-from tfnlp.models.seq2seq import TransformerSeq2Seq
+from tfnlp.models.seq2seq import PRESETS, RNN_PRESETS, RNNSeq2Seq, TransformerSeq2Seq
 from tfnlp.text import SentencePieceTokenizer
 from trainer import run_files
 from trainer.checkpoints import find_checkpoint
@@ -24,6 +26,35 @@ DECODING_SETTINGS = ("beam_size", "length_penalty", "length_penalty_alpha",
                      "max_length_a", "max_length_b")
 BEST_DIRECTORY = "best"
 BEST_FILE = "best.json"
+
+
+def build_translation_model(flags, vocabulary_size):
+    """The model of `--model` and `--config` (a preset of that model or a
+    JSON file of its constructor arguments) with the model flags."""
+    arguments = dict(vocabulary_size=vocabulary_size, dropout=flags.dropout)
+    if flags.model == "rnn":
+        model_class, presets = RNNSeq2Seq, RNN_PRESETS
+        arguments["attention"] = flags.attention
+    else:
+        model_class, presets = TransformerSeq2Seq, PRESETS
+        arguments.update(norm_first=flags.norm_first,
+                         position_encoding=flags.position_encoding,
+                         max_sequence_length=max(flags.max_length, 256))
+    if flags.config in presets:
+        return model_class.from_preset(flags.config, **arguments)
+    sizes = run_files.read_json(flags.config)
+    if not isinstance(sizes, dict):
+        raise FileNotFoundError(
+            f"--config={flags.config!r} is neither a {flags.model} preset "
+            f"({', '.join(sorted(presets))}) nor a JSON file of {model_class.__name__} "
+            'arguments such as {"hidden_dim": 64, ...}.'
+        )
+    return model_class(**{**sizes, **arguments})
+
+
+def run_config(model):
+    """What a run's `config.json` holds: the model serialized by Keras."""
+    return keras.saving.serialize_keras_object(model)
 
 
 def make_decoder(beam_size, length_penalty="gnmt", length_penalty_alpha=0.6):
@@ -59,7 +90,7 @@ def export_translation_model(model, export_dir, record, text_signatures=True):
     """Exports `model` as the next version of `export_dir`; returns its path.
 
     Args:
-        model: the trained `TransformerSeq2Seq`.
+        model: the trained seq2seq model.
         export_dir: the base directory of the versioned exports.
         record: the run's serving record (vocabulary, decoding settings).
         text_signatures: include `serving_default` on text (it needs the
@@ -81,7 +112,8 @@ def best_checkpoint(model_dir):
 
 
 def load_translation_model(model_dir, checkpoint=""):
-    """The `TransformerSeq2Seq` of a run with its trained weights.
+    """The model of a run (`TransformerSeq2Seq` or `RNNSeq2Seq`) with its
+    trained weights.
 
     Args:
         model_dir: a `trainer.translate` run.
@@ -94,7 +126,7 @@ def load_translation_model(model_dir, checkpoint=""):
             f"{model_dir} has no {run_files.CONFIG_FILE}: it is not the model_dir of a "
             "`python -m trainer.translate` run."
         )
-    model = TransformerSeq2Seq.from_config(config)
+    model = keras.saving.deserialize_keras_object(config)
     path = checkpoint or best_checkpoint(model_dir) or find_checkpoint(
         model_dir, "--model_dir")
     status = tf.train.Checkpoint(model=model).read(path)

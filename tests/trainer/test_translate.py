@@ -7,12 +7,16 @@ import os
 
 import numpy as np
 import pytest
-import sacrebleu
 import tensorflow as tf
 
 from tests.export.helpers import run_in_new_process, saved_model_cli, saved_op_types
 from tests.trainer import helpers
-from tests.translation_helpers import multi30k_translation_data, trainer_flags, write_lines
+from tests.translation_helpers import (
+    assert_export_scores_the_best_bleu,
+    multi30k_translation_data,
+    trainer_flags,
+    write_lines,
+)
 from trainer import average_checkpoints, translate, translate_text
 from trainer.translate_flags import parse_flags
 from trainer.translation_eval import Translator
@@ -59,7 +63,7 @@ def test_writes_checkpoints_logs_and_the_best_checkpoint(single_run):
     assert by_step[best["step"]] == best["bleu"]
 
 
-def test_tensorboard_has_losses_scores_samples_and_cross_attention(single_run):
+def test_tensorboard_has_losses_scores_samples_and_alignments(single_run):
     model_dir, _, _ = single_run
     train = helpers.event_values(os.path.join(model_dir, "train"))
     assert {"loss", "nll_loss", "perplexity", "token_accuracy", "learning_rate",
@@ -68,24 +72,13 @@ def test_tensorboard_has_losses_scores_samples_and_cross_attention(single_run):
     assert {"bleu", "bleu_lowercase", "chrf", "loss"} <= set(evaluation)
     samples = evaluation["sample_translations"][-1][1]
     assert samples.shape == (2,) and b"**reference:**" in samples[0]
-    heatmaps = [tag for tag in train if tag.startswith("cross_attention/")]
-    assert sorted(heatmaps) == ["cross_attention/sentence_0", "cross_attention/sentence_1"]
+    heatmaps = [tag for tag in train if tag.startswith("alignment/")]
+    assert sorted(heatmaps) == ["alignment/sentence_0", "alignment/sentence_1"]
 
 
 def test_served_translations_score_the_logged_bleu(single_run, data):
-    """The export (the best checkpoint) translates the raw validation
-    sources in one batch; sacreBLEU against the raw references gives the
-    BLEU the trainer logged for that checkpoint, decoded in its own
-    batches from the records."""
     model_dir, export_dir, _ = single_run
-    with open(os.path.join(model_dir, "best", "best.json"), encoding="utf-8") as file:
-        best = json.load(file)
-    served = tf.saved_model.load(os.path.join(export_dir, "1"))
-    outputs = served.signatures["serving_default"](inputs=tf.constant(data["val_sources"]))
-    translations = [text.decode("utf-8") for text in outputs["translations"].numpy()]
-    score = sacrebleu.corpus_bleu(translations, [data["val_references"]]).score
-    assert score == pytest.approx(best["bleu"], abs=1e-9)
-    assert outputs["scores"].shape == (EVAL_PAIRS,)
+    assert_export_scores_the_best_bleu(model_dir, export_dir, data)
 
 
 def test_decoding_does_not_depend_on_the_batch(single_run, data):

@@ -162,3 +162,11 @@ def test_bad_arguments_say_what_to_give():
         RNNSeq2Seq(VOCABULARY, hidden_dim=7)
     assert RNNSeq2Seq(VOCABULARY, attention="none", hidden_dim=8, embedding_dim=4,
                       num_layers=1).attention is None
+
+
+def test_presets_and_their_overrides():
+    model = RNNSeq2Seq.from_preset("small", vocabulary_size=100, attention="bahdanau")
+    assert (model.embedding_dim, model.hidden_dim, model.num_layers, model.attention) == (
+        256, 256, 2, "bahdanau")
+    with pytest.raises(ValueError, match="presets are"):
+        RNNSeq2Seq.from_preset("huge", vocabulary_size=100)

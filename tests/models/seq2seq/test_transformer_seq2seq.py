@@ -137,3 +137,12 @@ def test_logits_are_float32_under_mixed_precision():
     model = tiny_model(dtype="mixed_bfloat16")
     assert to_numpy(model(batch())).dtype == np.float32
 
+
+
+def test_alignments_average_the_last_blocks_cross_attention_heads():
+    model = tiny_model()
+    inputs = batch()
+    alignments = to_numpy(model.alignments(inputs))
+    expected = to_numpy(model.cross_attention(inputs)[-1]).mean(axis=1)
+    np.testing.assert_allclose(alignments, expected, atol=1e-6)
+    np.testing.assert_allclose(alignments.sum(-1), 1.0, atol=1e-5)

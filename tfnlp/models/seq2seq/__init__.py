@@ -3,7 +3,7 @@
 - `TransformerSeq2Seq`: the Transformer encoder-decoder with shared, tied
   embeddings, presets `tiny`, `small` and `base`;
 - `RNNSeq2Seq`: the LSTM encoder-decoder with Luong or Bahdanau attention,
-  or none;
+  or none, presets `tiny`, `small` and `base` (`RNN_PRESETS`);
 - `decoder_inputs`: the targets shifted right behind `BOS_ID`; `generate`:
   decoding through a `tfnlp.decoding` decoder (`generation.py`).
 
@@ -18,5 +18,5 @@ from tfnlp.models.seq2seq.generation import (
     decoder_inputs,
     generate,
 )
-from tfnlp.models.seq2seq.rnn_seq2seq import ATTENTIONS, RNNSeq2Seq
+from tfnlp.models.seq2seq.rnn_seq2seq import ATTENTIONS, RNN_PRESETS, RNNSeq2Seq
 from tfnlp.models.seq2seq.transformer_seq2seq import PRESETS, TransformerSeq2Seq

@@ -14,6 +14,15 @@ from tfnlp.models.seq2seq.generation import DECODER_TOKEN_IDS, ENCODER_TOKEN_IDS
 # The `attention` choices; None (or "none") is the model without attention.
 ATTENTIONS = ("luong_dot", "luong_general", "luong_concat", "bahdanau", "bahdanau_normalized")
 
+# (embedding_dim, hidden_dim, num_layers); the encoder is bidirectional.
+# small: OpenNMT-py's default RNN sizes at half the width; base: Luong et
+# al.'s width with two layers instead of four.
+RNN_PRESETS = {
+    "tiny": (64, 64, 1),
+    "small": (256, 256, 2),
+    "base": (512, 512, 2),
+}
+
 
 @keras.saving.register_keras_serializable(package="tfnlp")
 class RNNSeq2Seq(keras.Model):
@@ -157,6 +166,20 @@ class RNNSeq2Seq(keras.Model):
         self.output_projection = keras.layers.Dense(
             vocabulary_size, dtype=policy, name="output_projection")
         self.build()
+
+    @classmethod
+    def from_preset(cls, name, vocabulary_size, **overrides):
+        """A model of the sizes of preset `name` ("tiny", "small", "base");
+        `overrides` change any constructor argument."""
+        if name not in RNN_PRESETS:
+            raise ValueError(
+                f"Unknown RNNSeq2Seq preset {name!r}; the presets are {sorted(RNN_PRESETS)}."
+            )
+        embedding_dim, hidden_dim, num_layers = RNN_PRESETS[name]
+        arguments = dict(embedding_dim=embedding_dim, hidden_dim=hidden_dim,
+                         num_layers=num_layers)
+        arguments.update(overrides)
+        return cls(vocabulary_size=vocabulary_size, **arguments)
 
     @property
     def decoder_cells(self):

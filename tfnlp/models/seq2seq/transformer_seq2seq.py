@@ -292,6 +292,13 @@ class TransformerSeq2Seq(keras.Model):
         return self.decode(inputs[DECODER_TOKEN_IDS], encoder_outputs, padding_mask,
                            return_attention_scores=True)[1]
 
+    def alignments(self, inputs):
+        """The last decoder block's cross-attention averaged over its heads,
+        `(batch, target_length, source_length)`: where each target position
+        looks in the source (what `RNNSeq2Seq.alignments` gives for its
+        attention)."""
+        return ops.mean(ops.cast(self.cross_attention(inputs)[-1], "float32"), axis=1)
+
     # === Generation (the step contract of tfnlp.decoding) ===
 
     def initial_cache(self, encoder_token_ids, max_length):

@@ -1,0 +1,63 @@
+"""`python -m trainer.translate --model=rnn`: the LSTM encoder-decoder on the
+shared trainer, evaluated, exported and served like the Transformer."""
+
+import json
+import os
+
+import pytest
+import tensorflow as tf
+
+from tests.export.helpers import saved_op_types
+from tests.trainer import helpers
+from tests.translation_helpers import (
+    assert_export_scores_the_best_bleu,
+    multi30k_translation_data,
+    trainer_flags,
+)
+from trainer.translate_flags import parse_flags
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory, shared_data_dir):
+    return multi30k_translation_data(tmp_path_factory.mktemp("multi30k"), shared_data_dir,
+                                     train_pairs=240, eval_pairs=24)
+
+
+@pytest.fixture(scope="module")
+def rnn_run(data, tmp_path_factory):
+    root = tmp_path_factory.mktemp("rnn")
+    model_dir, export_dir = str(root / "model"), str(root / "export")
+    helpers.run(trainer_flags(data, model_dir, "--model=rnn", "--attention=bahdanau",
+                              config="tiny", eval_data=data["val"], eval_every_steps=3,
+                              export_dir=export_dir),
+                module="trainer.translate")
+    return model_dir, export_dir
+
+
+def test_the_run_records_the_model_class_scores_and_alignments(rnn_run):
+    model_dir, _ = rnn_run
+    with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as file:
+        config = json.load(file)
+    assert config["class_name"] == "RNNSeq2Seq"
+    assert config["config"]["attention"] == "bahdanau"
+    evaluation = helpers.event_values(os.path.join(model_dir, "eval"))
+    assert {"bleu", "chrf", "loss"} <= set(evaluation)
+    train = helpers.event_values(os.path.join(model_dir, "train"))
+    assert sorted(tag for tag in train if tag.startswith("alignment/")) == [
+        "alignment/sentence_0", "alignment/sentence_1"]
+
+
+def test_the_export_scores_the_logged_bleu_with_stock_ops(rnn_run, data):
+    model_dir, export_dir = rnn_run
+    assert_export_scores_the_best_bleu(model_dir, export_dir, data)
+    op_types = saved_op_types(os.path.join(export_dir, "1"))
+    text_ops = {op for op in op_types if op.startswith("Sentencepiece")}
+    assert op_types - text_ops <= set(dir(tf.raw_ops)), sorted(op_types - set(dir(tf.raw_ops)))
+
+
+def test_transformer_flags_are_refused_for_the_rnn_model(data, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        parse_flags(trainer_flags(data, str(tmp_path / "run"), "--model=rnn", "--norm_first",
+                                  config="tiny"))
+    assert exit_info.value.code == 2
+    assert "--norm_first and --position_encoding are Transformer flags" in capsys.readouterr().err
