@@ -126,7 +126,10 @@ def load_translation_model(model_dir, checkpoint=""):
             f"{model_dir} has no {run_files.CONFIG_FILE}: it is not the model_dir of a "
             "`python -m trainer.translate` run."
         )
-    model = keras.saving.deserialize_keras_object(config)
+    if "class_name" in config:
+        model = keras.saving.deserialize_keras_object(config)
+    else:  # A run from before config.json named the class: a Transformer.
+        model = TransformerSeq2Seq.from_config(config)
     path = checkpoint or best_checkpoint(model_dir) or find_checkpoint(
         model_dir, "--model_dir")
     status = tf.train.Checkpoint(model=model).read(path)

@@ -14,7 +14,9 @@ from tests.translation_helpers import (
     multi30k_translation_data,
     trainer_flags,
 )
+from tfnlp.models import TransformerSeq2Seq
 from trainer.translate_flags import parse_flags
+from trainer.translation_models import load_translation_model
 
 
 @pytest.fixture(scope="module")
@@ -61,3 +63,14 @@ def test_transformer_flags_are_refused_for_the_rnn_model(data, tmp_path, capsys)
                                   config="tiny"))
     assert exit_info.value.code == 2
     assert "--norm_first and --position_encoding are Transformer flags" in capsys.readouterr().err
+
+
+def test_a_run_config_without_a_class_name_loads_as_a_transformer(tmp_path):
+    # Runs written before config.json named the model's class.
+    model = TransformerSeq2Seq.from_preset("tiny", vocabulary_size=50, num_encoder_layers=1,
+                                           num_decoder_layers=1)
+    (tmp_path / "config.json").write_text(json.dumps(model.get_config()))
+    path = tf.train.Checkpoint(model=model).write(str(tmp_path / "ckpt-1"))
+    loaded = load_translation_model(str(tmp_path), checkpoint=path)
+    assert type(loaded) is TransformerSeq2Seq
+    assert loaded.get_config() == model.get_config()
