@@ -21,6 +21,8 @@ INSTALL_REQUIRES = [
     # tfnlp.serve writes numeric outputs as JSON with it (about 50x faster
     # than the json module, float32 in its shortest form).
     "orjson>=3.10,<4",
+    # tfnlp.visualization draws alignment heatmaps with the tokens on the axes.
+    "matplotlib>=3.8,<4",
 ]
 
 TEST_REQUIRES = [

@@ -1,0 +1,74 @@
+"""An attention or alignment matrix drawn as a heatmap, tokens on the axes.
+
+Drawn with matplotlib (its Agg canvas, no display needed): the figure for
+files and notebooks, and the same picture as an RGB array for
+`tf.summary.image`. Text needs a font renderer, which TensorFlow's image
+ops do not have, hence matplotlib rather than a pure-TensorFlow image.
+"""
+
+import numpy as np
+
+
+def alignment_figure(weights, source_tokens, target_tokens, title=None):
+    """A matplotlib figure of `weights` with the tokens on its axes.
+
+    Args:
+        weights: `(target_length, source_length)` attention weights (a row
+            per target token, as `RNNSeq2Seq.alignments` gives them).
+        source_tokens: the `source_length` labels of the columns.
+        target_tokens: the `target_length` labels of the rows.
+        title: an optional title.
+
+    Returns:
+        A `matplotlib.figure.Figure` (save it with `figure.savefig(path)`).
+
+    Raises:
+        ValueError: the weights are not 2-D, or the token counts do not
+            match their shape.
+
+    Example:
+
+    >>> import numpy as np
+    >>> figure = alignment_figure(np.eye(3)[::-1], ["a", "b", "c"], ["c", "b", "a"])
+    >>> [label.get_text() for label in figure.axes[0].get_xticklabels()]
+    ['a', 'b', 'c']
+    """
+    from matplotlib.figure import Figure  # Agg canvas; no pyplot state.
+
+    weights = np.asarray(weights, dtype=np.float32)
+    if weights.ndim != 2:
+        raise ValueError(
+            f"weights must be (target_length, source_length); received shape {weights.shape}."
+        )
+    if weights.shape != (len(target_tokens), len(source_tokens)):
+        raise ValueError(
+            f"weights of shape {weights.shape} need {weights.shape[0]} target tokens and "
+            f"{weights.shape[1]} source tokens; received {len(target_tokens)} and "
+            f"{len(source_tokens)}. Crop the weights to the real tokens (no padding)."
+        )
+    cell = 0.32
+    figure = Figure(figsize=(max(3.0, 1.5 + cell * weights.shape[1]),
+                             max(2.5, 1.2 + cell * weights.shape[0])), dpi=100)
+    axes = figure.add_subplot()
+    image = axes.imshow(weights, cmap="viridis", vmin=0.0, vmax=max(float(weights.max()), 1e-9),
+                        aspect="auto")
+    axes.set_xticks(range(len(source_tokens)), labels=list(source_tokens), rotation=90)
+    axes.set_yticks(range(len(target_tokens)), labels=list(target_tokens))
+    axes.set_xlabel("source")
+    axes.set_ylabel("target")
+    if title:
+        axes.set_title(title)
+    figure.colorbar(image, ax=axes, fraction=0.04)
+    figure.tight_layout()
+    return figure
+
+
+def alignment_image(weights, source_tokens, target_tokens, title=None):
+    """`alignment_figure` rendered as a uint8 RGB array `(height, width, 3)`,
+    for `tf.summary.image` (add a batch axis) or any image library."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    figure = alignment_figure(weights, source_tokens, target_tokens, title)
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    return np.asarray(canvas.buffer_rgba())[:, :, :3].copy()
