@@ -223,6 +223,21 @@ def test_the_ids_signature(server, signatures, data, sentences):
     assert columnar["outputs"]["ids"] == [row["ids"] for row in body["predictions"]]
 
 
+def test_the_alignments_signature_over_rest(server, signatures, sentences):
+    direct = signatures["translate_with_alignments"](inputs=tf.constant(sentences[:2]))
+    status, body = call(server, "POST", PREDICT,
+                        {"signature_name": "translate_with_alignments",
+                         "instances": sentences[:2]})
+    assert status == 200, body
+    rows = body["predictions"]
+    np.testing.assert_allclose([row["alignments"] for row in rows],
+                               direct["alignments"].numpy(), atol=1e-6)
+    assert [row["source_pieces"] for row in rows] == [
+        [as_json(piece) for piece in row] for row in direct["source_pieces"].numpy()]
+    assert [row["translations"] for row in rows] == [
+        as_json(text) for text in direct["translations"].numpy()]
+
+
 @pytest.mark.parametrize("request_body, expected", [
     ({"instances": ["A dog runs.", 5]},
      r"^Input 'inputs' has a number \(5\) where text .* is expected \(dtype string\)\.$"),
@@ -237,7 +252,8 @@ def test_the_ids_signature(server, signatures, data, sentences):
      r"^Signature 'translate_ids' failed on these inputs: InvalidArgumentError: .*"
      r"1000000 is not in \[0, 400\).* an id outside the vocabulary"),
     ({"signature_name": "translate", "instances": ["A dog runs."]},
-     r"Signature 'translate' not found.*\['serving_default', 'translate_ids'\]"),
+     r"Signature 'translate' not found.*\['serving_default', 'translate_ids', "
+     r"'translate_with_alignments'\]"),
 ])
 def test_bad_requests_get_a_400_with_a_json_error(server, request_body, expected):
     status, body = call(server, "POST", PREDICT, request_body)

@@ -4,6 +4,7 @@ shared trainer, evaluated, exported and served like the Transformer."""
 import json
 import os
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -74,3 +75,21 @@ def test_a_run_config_without_a_class_name_loads_as_a_transformer(tmp_path):
     loaded = load_translation_model(str(tmp_path), checkpoint=path)
     assert type(loaded) is TransformerSeq2Seq
     assert loaded.get_config() == model.get_config()
+
+
+def test_the_alignments_signature_gives_each_output_tokens_attention(rnn_run, data):
+    _, export_dir = rnn_run
+    signatures = tf.saved_model.load(os.path.join(export_dir, "1")).signatures
+    sentences = tf.constant(data["val_sources"][:4])
+    outputs = signatures["translate_with_alignments"](inputs=sentences)
+    plain = signatures["serving_default"](inputs=sentences)
+    assert outputs["translations"].numpy().tolist() == plain["translations"].numpy().tolist()
+    alignments = outputs["alignments"].numpy()
+    source_pieces = outputs["source_pieces"].numpy()
+    target_pieces = outputs["target_pieces"].numpy()
+    assert alignments.shape == target_pieces.shape + source_pieces.shape[1:]
+    real = (target_pieces != b"")[:, :, None] & (source_pieces != b"")[:, None, :]
+    assert not alignments[~real].any()
+    rows = alignments.sum(-1)[target_pieces != b""]
+    np.testing.assert_allclose(rows, 1.0, atol=1e-4)
+    assert [row[row != b""][-1] for row in source_pieces] == [b"</s>"] * 4

@@ -4,13 +4,18 @@
 |--------------------|------------------------------------------|---------|
 | `serving_default`  | `inputs`: string `[batch]` source sentences | `translations`: string `[batch]`; `scores`: float32 `[batch]` |
 | `translate_ids`    | `source_ids`: int32 `[batch, length]`, 0-padded, each ending with EOS (3) | `ids`: int32 `[batch, max_length]` (ending with EOS, 0-padded); `lengths`: int32 `[batch]`; `scores`: float32 `[batch]` |
+| `translate_with_alignments` | `inputs`: string `[batch]` | `translations`, `scores` as above; `alignments`: float32 `[batch, max_length, source_length]` (row t: where the model looked in the source when it wrote output token t); `source_pieces`: string `[batch, source_length]`, `target_pieces`: string `[batch, max_length]` (the SentencePiece pieces, "" for padding) |
 
 The text signature tokenizes with the SentencePiece model held in the graph
 (tensorflow-text's `SentencepieceOp`; no file is read at serving time),
 appends EOS, cuts sources to `max_length` ids, decodes with the decoder
 fixed at export (beam width, length penalty) and detokenizes. The score is
 the decoder's ranking score of the translation: its log-probability,
-length-normalised by the beam search's penalty. The ids signature uses
+length-normalised by the beam search's penalty. The alignments are the
+model's `alignments` on its own translation (a teacher-forced pass, equal
+to the attention the decoding used: the LSTM's attention, the
+Transformer's last cross-attention averaged over heads), zero outside the
+real tokens. The ids signature uses
 stock TensorFlow ops only, so it runs where tensorflow-text is not
 installed (TensorFlow Serving).
 """
@@ -18,6 +23,7 @@ installed (TensorFlow Serving).
 import tensorflow as tf
 
 from tfnlp.data.translation_schema import EOS_ID, PAD_ID
+from tfnlp.models.seq2seq.generation import DECODER_TOKEN_IDS, ENCODER_TOKEN_IDS, decoder_inputs
 
 TEXT_INPUT = "inputs"
 
@@ -26,8 +32,8 @@ class TranslationSignatures(tf.Module):
     """Text-in/text-out and ids-in/ids-out translation with one decoder.
 
     Args:
-        model: a `tfnlp.models.TransformerSeq2Seq` (anything with its
-            `generate`).
+        model: a `tfnlp.models.TransformerSeq2Seq` or `RNNSeq2Seq`
+            (anything with their `generate` and `alignments`).
         tokenizer: the `tfnlp.text.SentencePieceTokenizer` of the model's
             vocabulary.
         decoder: the `tfnlp.decoding` decoder fixed in the export.
@@ -57,7 +63,7 @@ class TranslationSignatures(tf.Module):
     >>> outputs["translations"].shape, outputs["scores"].dtype.name
     (TensorShape([1]), 'float32')
     >>> sorted(signatures.signatures())
-    ['serving_default', 'translate_ids']
+    ['serving_default', 'translate_ids', 'translate_with_alignments']
 
     References:
         - [Vaswani et al., 2017. Attention Is All You Need](
@@ -101,6 +107,32 @@ class TranslationSignatures(tf.Module):
             "scores": outputs["scores"],
         }
 
+    def translate_text_with_alignments(self, text):
+        """`translate_text`, plus each output token's alignment over the
+        source and the pieces of both sides (see the module docstring)."""
+        source_ids = self.source_ids(text)
+        outputs = self.translate_ids(source_ids)
+        target_ids = outputs["ids"]
+        alignments = tf.cast(self.model.alignments({
+            ENCODER_TOKEN_IDS: source_ids,
+            DECODER_TOKEN_IDS: decoder_inputs(target_ids),
+        }), tf.float32)
+        real_source = tf.not_equal(source_ids, PAD_ID)
+        real_target = tf.not_equal(target_ids, PAD_ID)
+        real = tf.logical_and(real_target[:, :, None], real_source[:, None, :])
+        return {
+            "translations": self.tokenizer.detokenize(target_ids),
+            "scores": outputs["scores"],
+            "alignments": tf.where(real, alignments, tf.zeros_like(alignments)),
+            "source_pieces": self._pieces(source_ids),
+            "target_pieces": self._pieces(target_ids),
+        }
+
+    def _pieces(self, ids):
+        """The pieces of `ids` (`[batch, length]`), "" at padding."""
+        pieces = self.tokenizer.id_to_piece(ids)
+        return tf.where(tf.not_equal(ids, PAD_ID), pieces, tf.zeros_like(pieces))
+
     def signatures(self, text_signatures=True):
         """The concrete functions to save, by signature name."""
         on_ids = tf.function(
@@ -111,6 +143,10 @@ class TranslationSignatures(tf.Module):
         if text_signatures:
             functions["serving_default"] = tf.function(
                 lambda inputs: self.translate_text(inputs),
+                input_signature=[tf.TensorSpec([None], tf.string, name=TEXT_INPUT)],
+            ).get_concrete_function()
+            functions["translate_with_alignments"] = tf.function(
+                lambda inputs: self.translate_text_with_alignments(inputs),
                 input_signature=[tf.TensorSpec([None], tf.string, name=TEXT_INPUT)],
             ).get_concrete_function()
         else:
