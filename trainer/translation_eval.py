@@ -1,6 +1,7 @@
 """Evaluation of a translation model while it trains: decode the validation
 set, score it with sacreBLEU, log sample translations and their
-cross-attention, and keep the best checkpoint.
+alignments (heatmaps with the pieces on the axes), and keep the best
+checkpoint.
 
 BLEU and chrF are sacreBLEU's corpus scores with its standard signatures
 (13a tokenization, cased; the lower-cased BLEU too) on detokenized text: the
@@ -22,8 +23,8 @@ import tensorflow as tf
 from tfnlp.data import translation_dataset
 from tfnlp.data.translation_schema import INPUTS, TARGETS
 from tfnlp.models.seq2seq import DECODER_TOKEN_IDS, ENCODER_TOKEN_IDS, decoder_inputs
+from tfnlp.visualization import alignment_image
 from trainer import run_files
-from trainer.summaries import attention_image
 from trainer.translation_models import BEST_DIRECTORY, BEST_FILE
 
 LOGGER = logging.getLogger(__name__)
@@ -127,6 +128,10 @@ class TranslationEvaluator:
                             scores["bleu"], path)
         return scores
 
+    def _pieces(self, ids):
+        return [piece.decode("utf-8", "replace")
+                for piece in self.tokenizer.id_to_piece(tf.constant(ids, tf.int32)).numpy()]
+
     def _log_samples(self, step, writers):
         source_ids = self.samples[INPUTS]
         ids, _ = self.translator(source_ids)
@@ -145,7 +150,9 @@ class TranslationEvaluator:
             target_length = max(int(np.sum(ids[index] != 0)), 1)
             source_length = max(int(np.sum(source_ids[index] != 0)), 1)
             weights = attention[index, :target_length, :source_length]
-            images[f"alignment/sentence_{index}"] = attention_image(weights[None])
+            images[f"alignment/sentence_{index}"] = alignment_image(
+                weights, self._pieces(source_ids[index, :source_length]),
+                self._pieces(ids[index, :target_length]))[None]
         with writers.eval.as_default(step=step):
             tf.summary.text("sample_translations", tf.constant(lines))
         writers.eval.flush()
