@@ -17,12 +17,13 @@ from tfnlp.models.seq2seq.generation import DECODER_TOKEN_IDS, ENCODER_TOKEN_IDS
 POSITION_ENCODINGS = ("sinusoidal", "learned")
 
 # (num_encoder_layers, num_decoder_layers, hidden_dim, num_heads, intermediate_dim).
-# tiny: the configuration that leads on Multi30k (Wu et al., 2021); small:
-# fairseq's transformer_iwslt_de_en widths at half the width; base: Vaswani
-# et al.'s base model.
+# tiny: the configuration that leads on Multi30k after 150 epochs on GPUs
+# (Wu et al., 2021); small: 3+3 layers of width 256, the one that reaches
+# validation BLEU 35 on Multi30k within an hour on two CPU cores (README);
+# base: Vaswani et al.'s base model.
 PRESETS = {
     "tiny": (4, 4, 128, 4, 256),
-    "small": (6, 6, 256, 4, 1024),
+    "small": (3, 3, 256, 4, 512),
     "base": (6, 6, 512, 8, 2048),
 }
 
