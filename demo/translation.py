@@ -195,6 +195,12 @@ def start_afresh(output_dir):
         os.makedirs(path)
 
 
+def model_summary(run_config):
+    """The class and constructor arguments of a run's `config.json` (the
+    model as Keras serializes it)."""
+    return {"class": run_config["class_name"], **run_config["config"]}
+
+
 def run(data, args):
     """Runs the three stages on `data` (see `load_multi30k`) as `args` say;
     returns the summary."""
@@ -252,7 +258,7 @@ def run(data, args):
         "eval_pairs": len(sources),
         "pairs_kept": stats["pairs_kept"],
         "vocabulary_size": tokenizer.vocabulary_size,
-        "model": read_json(os.path.join(model_dir, CONFIG_FILE)),
+        "model": model_summary(read_json(os.path.join(model_dir, CONFIG_FILE))),
         "train_steps": train_log[-1]["step"],
         "loss": {"first": round(train_log[0]["loss"], 4), "last": round(train_log[-1]["loss"], 4)},
         "trainer_evaluation": {name: evaluation[name] for name in ("step", "bleu", "chrf")},
