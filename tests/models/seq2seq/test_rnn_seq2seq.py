@@ -138,6 +138,22 @@ def test_dropout_acts_in_training_only_and_differs_per_step():
     assert not np.allclose(trained, to_numpy(model(inputs, training=True)))
 
 
+def test_trains_in_a_graph_of_unknown_lengths_with_dropout():
+    """The trainer's step is traced with batch and lengths unknown."""
+    import tensorflow as tf
+
+    model = tiny_model("luong_general", dropout=0.3)
+    inputs = batch()
+    spec = tf.TensorSpec((None, None), tf.int32)
+
+    @tf.function(input_signature=[{name: spec for name in inputs}])
+    def forward(graph_inputs):
+        return model(graph_inputs, training=True)
+
+    logits = forward({name: tf.constant(value, tf.int32) for name, value in inputs.items()})
+    assert logits.shape == (*inputs["decoder_token_ids"].shape, VOCABULARY)
+
+
 @pytest.mark.parametrize("attention", ["luong_concat", "bahdanau_normalized"])
 def test_model_checks_config_keras_archive_and_jax(attention, tmp_path):
     check_model(tiny_model(attention), batch(), tmp_path, jax=True)

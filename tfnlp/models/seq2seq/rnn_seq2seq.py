@@ -297,14 +297,14 @@ class RNNSeq2Seq(keras.Model):
         prefix, the steps run in one `keras.ops.scan`."""
         embedded = self.embeddings_dropout(
             self.token_embedding(ops.cast(decoder_token_ids, "int32")), training=training)
-        steps = {"embedded": ops.transpose(embedded, (1, 0, 2))}
+        time_major_embedded = ops.transpose(embedded, (1, 0, 2))
         batch_size = ops.shape(embedded)[0]
         target_length = ops.shape(embedded)[1]
+        dropout_masks = None
         if training and self.dropout > 0:
-            ones = ops.ones((self.num_layers, target_length, batch_size, self.hidden_dim),
+            ones = ops.ones((target_length, self.num_layers, batch_size, self.hidden_dim),
                             dtype=embedded.dtype)
-            steps["dropout_masks"] = ops.transpose(
-                self.step_dropout(ones, training=True), (1, 0, 2, 3))
+            dropout_masks = self.step_dropout(ones, training=True)
         state = self.initial_state(memory)
         initial = {
             "state": state,
@@ -312,17 +312,21 @@ class RNNSeq2Seq(keras.Model):
             "alignment": ops.zeros(ops.shape(memory["mask"]), dtype=embedded.dtype),
         }
 
-        def scan_step(carry, step_inputs):
-            masks = step_inputs.get("dropout_masks")
-            masks = None if masks is None else [masks[index] for index in range(self.num_layers)]
+        def scan_step(carry, index):
+            masks = None
+            if dropout_masks is not None:
+                step_masks = ops.take(dropout_masks, index, axis=0)
+                masks = [step_masks[layer] for layer in range(self.num_layers)]
             output, alignment, new_state = self.step(
-                step_inputs["embedded"], carry["state"], memory, masks)
+                ops.take(time_major_embedded, index, axis=0), carry["state"], memory, masks)
             carry = {"state": new_state, "output": output, "alignment": alignment}
             # keras.ops.scan's TensorFlow backend needs the per-step outputs
             # to have the structure of the carry.
             return carry, carry
 
-        _, per_step = ops.scan(scan_step, initial, steps)
+        # The scan runs over the step index alone: with several sequences of
+        # unknown length, the TensorFlow backend's scan fails on their shapes.
+        _, per_step = ops.scan(scan_step, initial, ops.arange(target_length))
         outputs = ops.transpose(per_step["output"], (1, 0, 2))
         alignments = ops.transpose(per_step["alignment"], (1, 0, 2))
         return self.logits(outputs), alignments
