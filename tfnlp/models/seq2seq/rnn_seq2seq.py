@@ -24,6 +24,24 @@ RNN_PRESETS = {
 }
 
 
+def scan_carries(step, initial, length):
+    """Runs `carry = step(carry, index)` for `index` in `range(length)` and
+    returns every step's carry, stacked on a new leading axis.
+
+    On TensorFlow this is `tf.scan`, whose loop states its iteration count:
+    the gradient of `keras.ops.scan`'s TensorFlow loop keeps lists of unknown
+    size, which XLA refuses to compile ("XLA compilation requires a fixed
+    tensor list size"), and that scan also fails to trace several sequences of
+    unknown length. Elsewhere it is `keras.ops.scan`.
+    """
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        return tf.scan(step, tf.range(length), initializer=initial)
+    return ops.scan(lambda carry, index: (step(carry, index),) * 2,
+                    initial, ops.arange(length))[1]
+
+
 @keras.saving.register_keras_serializable(package="tfnlp")
 class RNNSeq2Seq(keras.Model):
     """The LSTM encoder-decoder, with global attention or without.
@@ -319,14 +337,9 @@ class RNNSeq2Seq(keras.Model):
                 masks = [step_masks[layer] for layer in range(self.num_layers)]
             output, alignment, new_state = self.step(
                 ops.take(time_major_embedded, index, axis=0), carry["state"], memory, masks)
-            carry = {"state": new_state, "output": output, "alignment": alignment}
-            # keras.ops.scan's TensorFlow backend needs the per-step outputs
-            # to have the structure of the carry.
-            return carry, carry
+            return {"state": new_state, "output": output, "alignment": alignment}
 
-        # The scan runs over the step index alone: with several sequences of
-        # unknown length, the TensorFlow backend's scan fails on their shapes.
-        _, per_step = ops.scan(scan_step, initial, ops.arange(target_length))
+        per_step = scan_carries(scan_step, initial, target_length)
         outputs = ops.transpose(per_step["output"], (1, 0, 2))
         alignments = ops.transpose(per_step["alignment"], (1, 0, 2))
         return self.logits(outputs), alignments
