@@ -327,6 +327,51 @@ def select_batches(data_dir, flags):
     return batches, epoch
 
 
+def add_data_and_timing_flags(parser, eager_rounds):
+    """The flags of the batches (`load_batches`), the loss and the timing."""
+    parser.add_argument("--data_dir", default=None,
+                        help="shards of pipelines.translation_data (default: make them)")
+    parser.add_argument("--source_file", default="/work/shared/data/mt/train.en")
+    parser.add_argument("--target_file", default="/work/shared/data/mt/train.de")
+    parser.add_argument("--vocabulary_size", type=int, default=8000)
+    parser.add_argument("--label_smoothing", type=float, default=0.1)
+    parser.add_argument("--max_tokens_per_batch", type=int, default=4096)
+    parser.add_argument("--max_length", type=int, default=128)
+    parser.add_argument("--buckets", type=int, default=2, help="bucket shapes timed")
+    parser.add_argument("--batches_per_bucket", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=3, help="timed rounds, compiled steps")
+    parser.add_argument("--eager_rounds", type=int, default=eager_rounds,
+                        help="timed rounds of the non-XLA tf.function (TensorFlow; 0: skip)")
+    parser.add_argument("--read_batches", type=int, default=0,
+                        help="batches of the epoch read to choose from (0: all)")
+
+
+def load_batches(flags):
+    """`select_batches` from `--data_dir`, or from shards made in a temporary
+    directory; with the real tokens and positions of the chosen batches."""
+    temporary = None
+    started = time.perf_counter()
+    try:
+        data_dir = flags.data_dir and from_root(flags.data_dir)
+        if not data_dir:
+            temporary = tempfile.mkdtemp(prefix="translation_training_")
+            data_dir = make_shards(flags, temporary)
+        batches, epoch = select_batches(data_dir, flags)
+    finally:
+        if temporary:
+            shutil.rmtree(temporary, ignore_errors=True)
+    return {"batches": batches, "epoch": epoch, "seconds": time.perf_counter() - started,
+            "tokens": sum(real_tokens(batch) for batch in batches),
+            "positions": sum(batch["inputs"].size + batch["targets"].size for batch in batches)}
+
+
+def data_report(data):
+    """The JSON report's description of `load_batches`' batches."""
+    return dict(data["epoch"], batches_timed=len(data["batches"]),
+                real_tokens_timed=data["tokens"], positions_timed=data["positions"],
+                seconds_to_prepare=data["seconds"])
+
+
 def real_tokens(batch):
     return int(np.count_nonzero(batch["inputs"]) + np.count_nonzero(batch["targets"]))
 
@@ -368,10 +413,11 @@ def measure(named_trainers, batches, rounds):
     return times, warmup
 
 
-def summarise(times, warmup, tokens, positions):
+def summarise(times, warmup, tokens, positions, reference="keras_hub"):
     """Wall: each batch's fastest step (the least disturbed by other
     processes on a shared machine), summed over the batches; CPU: each
-    batch's median CPU seconds, summed."""
+    batch's median CPU seconds, summed. The ratios are tfnlp's throughput
+    over `reference`'s."""
     rows = {}
     for name, measured in times.items():
         seconds = float(sum(min(batch_times) for batch_times in measured["wall"]))
@@ -386,33 +432,19 @@ def summarise(times, warmup, tokens, positions):
             "step_seconds": measured["wall"],
             "step_cpu_seconds": measured["cpu"],
         }
-    rows["ratio"] = rows["tfnlp"]["tokens_per_second"] / rows["keras_hub"]["tokens_per_second"]
+    rows["ratio"] = rows["tfnlp"]["tokens_per_second"] / rows[reference]["tokens_per_second"]
     rows["cpu_ratio"] = (rows["tfnlp"]["tokens_per_cpu_second"]
-                         / rows["keras_hub"]["tokens_per_cpu_second"])
+                         / rows[reference]["tokens_per_cpu_second"])
     return rows
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data_dir", default=None,
-                        help="shards of pipelines.translation_data (default: make them)")
-    parser.add_argument("--source_file", default="/work/shared/data/mt/train.en")
-    parser.add_argument("--target_file", default="/work/shared/data/mt/train.de")
+    add_data_and_timing_flags(parser, eager_rounds=2)
     parser.add_argument("--preset", default="tiny", choices=sorted(PRESETS))
     parser.add_argument("--num_layers", type=int, default=0,
                         help="encoder and decoder blocks each (0: the preset's)")
-    parser.add_argument("--vocabulary_size", type=int, default=8000)
     parser.add_argument("--dropout", type=float, default=0.1)
-    parser.add_argument("--label_smoothing", type=float, default=0.1)
-    parser.add_argument("--max_tokens_per_batch", type=int, default=4096)
-    parser.add_argument("--max_length", type=int, default=128)
-    parser.add_argument("--buckets", type=int, default=2, help="bucket shapes timed")
-    parser.add_argument("--batches_per_bucket", type=int, default=1)
-    parser.add_argument("--rounds", type=int, default=3, help="timed rounds, compiled steps")
-    parser.add_argument("--eager_rounds", type=int, default=2,
-                        help="timed rounds of the non-XLA tf.function (TensorFlow; 0: skip)")
-    parser.add_argument("--read_batches", type=int, default=0,
-                        help="batches of the epoch read to choose from (0: all)")
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: 1 + 1 blocks, one 512-token batch, 1 round")
     parser.add_argument("--output", default=None,
@@ -430,20 +462,9 @@ def main(argv=None):
 
         tf.get_logger().setLevel("ERROR")  # the XLA step retraces once per shape, as meant
 
-    temporary = None
-    started = time.perf_counter()
-    try:
-        data_dir = flags.data_dir and from_root(flags.data_dir)
-        if not data_dir:
-            temporary = tempfile.mkdtemp(prefix="translation_training_")
-            data_dir = make_shards(flags, temporary)
-        batches, epoch = select_batches(data_dir, flags)
-    finally:
-        if temporary:
-            shutil.rmtree(temporary, ignore_errors=True)
-    data_seconds = time.perf_counter() - started
-    tokens = sum(real_tokens(batch) for batch in batches)
-    positions = sum(batch["inputs"].size + batch["targets"].size for batch in batches)
+    data = load_batches(flags)
+    batches, epoch, tokens, positions = (data[name] for name in
+                                         ("batches", "epoch", "tokens", "positions"))
     device_batches = [on_device(batch) for batch in batches]
 
     models = build_models(flags)
@@ -499,8 +520,7 @@ def main(argv=None):
         "machine": {"description": machine, "python": platform.python_version(),
                     "cpus": os.cpu_count(), "keras": keras.__version__,
                     "keras_hub": keras_hub.__version__},
-        "data": dict(epoch, batches_timed=len(batches), real_tokens_timed=tokens,
-                     positions_timed=positions, seconds_to_prepare=data_seconds),
+        "data": data_report(data),
         "parameters": parameters,
         "results": results,
         "ratio": {"value": main_ratio, "cpu_time_value": cpu_ratio, "goal": SPEED_GOAL,

@@ -20,7 +20,8 @@ TranslationTask`), and writes into `--model_dir`:
   accuracy, learning rate, gradient norm, tokens/s; validation loss, BLEU,
   lower-cased BLEU and chrF; sample translations of the first validation
   sentences (text plugin) and their alignments (images: the Transformer's
-  last cross-attention averaged over heads, the LSTM's attention).
+  last cross-attention averaged over heads, or one image a head with
+  `--alignment_heads=each`; the LSTM's attention).
 - `train_log.jsonl`, `eval_log.jsonl`; `config.json` (the model, serialized
   by Keras: class and config)
   and `serving.json` (the SentencePiece model and decoding settings for
@@ -204,7 +205,8 @@ def run(flags):
     best_model = tf.train.Checkpoint(model=model)
     if eval_files:
         scorer = TranslationEvaluator(translator, tokenizer, eval_files, flags.model_dir,
-                                      flags.sample_sentences, chief=run.chief)
+                                      flags.sample_sentences, chief=run.chief,
+                                      alignment_heads=flags.alignment_heads)
         evaluator = make_evaluator(loop, strategy, eval_files, flags, scorer, step,
                                    logs.writers, best_model)
     schedule = LoopSchedule(

@@ -105,6 +105,10 @@ def translation_parser():
     outputs.add_argument("--sample_sentences", type=int, default=3,
                          help="Validation sentences whose translations and "
                               "cross-attention are logged at each evaluation.")
+    outputs.add_argument("--alignment_heads", choices=("mean", "each"), default="mean",
+                         help="The Transformer's heatmaps: its last block's cross-attention "
+                              "averaged over the heads (one image a sentence), or one image "
+                              "a head.")
     outputs.add_argument("--profile_steps", default="",
                          help="'START,END': trace these steps with the TF profiler.")
     outputs.add_argument("--export_dir", default="",
@@ -130,9 +134,11 @@ def parse_flags(argv=None):
         parser.error(f"--learning_rate must be positive, got {flags.learning_rate}.")
     if not 0 <= flags.label_smoothing < 1:
         parser.error(f"--label_smoothing must be in [0, 1), got {flags.label_smoothing}.")
-    if flags.model == "rnn" and (flags.norm_first or flags.position_encoding != "sinusoidal"):
-        parser.error("--norm_first and --position_encoding are Transformer flags; the rnn "
-                     "model has neither. Leave them out, or use --model=transformer.")
+    if flags.model == "rnn" and (flags.norm_first or flags.position_encoding != "sinusoidal"
+                                 or flags.alignment_heads != "mean"):
+        parser.error("--norm_first, --position_encoding and --alignment_heads are "
+                     "Transformer flags; the rnn model has one attention and neither of the "
+                     "others. Leave them out, or use --model=transformer.")
     if flags.max_tokens_per_batch < flags.max_length:
         parser.error(
             f"--max_tokens_per_batch ({flags.max_tokens_per_batch}) must be at least "

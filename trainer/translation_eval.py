@@ -82,11 +82,15 @@ class TranslationEvaluator:
         sample_sentences: how many validation sentences (the first ones)
             are logged with their translations and cross-attention.
         chief: whether this process writes.
+        alignment_heads: `"mean"`: one heatmap a sentence, the model's
+            `alignments`; `"each"`: one a head of the Transformer's last
+            cross-attention (`alignment/sentence_i/head_h`).
     """
 
     def __init__(self, translator, tokenizer, eval_files, model_dir, sample_sentences=3,
-                 chief=True):
+                 chief=True, alignment_heads="mean"):
         self.translator = translator
+        self.alignment_heads = alignment_heads
         self.tokenizer = tokenizer
         self.model_dir = model_dir
         self.chief = chief
@@ -143,20 +147,32 @@ class TranslationEvaluator:
             for source, reference, output in zip(sources, references, outputs)
         ]
         images = {}
-        model = self.translator.model
-        attention = np.asarray(model.alignments(
-            {ENCODER_TOKEN_IDS: source_ids, DECODER_TOKEN_IDS: decoder_inputs(ids)}))
+        heads = self._alignment_heads(source_ids, ids)
         for index in range(len(ids)):
             target_length = max(int(np.sum(ids[index] != 0)), 1)
             source_length = max(int(np.sum(source_ids[index] != 0)), 1)
-            weights = attention[index, :target_length, :source_length]
-            images[f"alignment/sentence_{index}"] = alignment_image(
-                weights, self._pieces(source_ids[index, :source_length]),
-                self._pieces(ids[index, :target_length]))[None]
+            source_pieces = self._pieces(source_ids[index, :source_length])
+            target_pieces = self._pieces(ids[index, :target_length])
+            for head, weights in enumerate(heads[index]):
+                name = f"alignment/sentence_{index}"
+                if self.alignment_heads == "each":
+                    name += f"/head_{head}"
+                images[name] = alignment_image(
+                    weights[:target_length, :source_length], source_pieces, target_pieces)[None]
         with writers.eval.as_default(step=step):
             tf.summary.text("sample_translations", tf.constant(lines))
         writers.eval.flush()
         writers.images(images, step)
+
+
+    def _alignment_heads(self, source_ids, ids):
+        """`(batch, heads, target_length, source_length)` weights: one
+        "head" (the model's alignments), or each of the last cross-attention's."""
+        model = self.translator.model
+        inputs = {ENCODER_TOKEN_IDS: source_ids, DECODER_TOKEN_IDS: decoder_inputs(ids)}
+        if self.alignment_heads == "each":
+            return np.asarray(model.cross_attention(inputs)[-1], np.float32)
+        return np.asarray(model.alignments(inputs), np.float32)[:, None]
 
 
 def _first_rows(batches, count):

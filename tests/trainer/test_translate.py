@@ -39,11 +39,12 @@ def run(arguments, **options):
 
 @pytest.fixture(scope="module")
 def single_run(data, tmp_path_factory):
-    """One replica, evaluated at steps 3 and 6, exported at the end."""
+    """One replica, evaluated at steps 3 and 6, exported at the end; a
+    heatmap per cross-attention head."""
     root = tmp_path_factory.mktemp("single")
     model_dir, export_dir = str(root / "model"), str(root / "export")
-    output = run(trainer_flags(data, model_dir, eval_data=data["val"], eval_every_steps=3,
-                       export_dir=export_dir))
+    output = run(trainer_flags(data, model_dir, "--alignment_heads=each", eval_data=data["val"],
+                               eval_every_steps=3, export_dir=export_dir))
     return model_dir, export_dir, output
 
 
@@ -63,7 +64,7 @@ def test_writes_checkpoints_logs_and_the_best_checkpoint(single_run):
     assert by_step[best["step"]] == best["bleu"]
 
 
-def test_tensorboard_has_losses_scores_samples_and_alignments(single_run):
+def test_tensorboard_has_losses_scores_samples_and_a_heatmap_per_head(single_run):
     model_dir, _, _ = single_run
     train = helpers.event_values(os.path.join(model_dir, "train"))
     assert {"loss", "nll_loss", "perplexity", "token_accuracy", "learning_rate",
@@ -73,7 +74,8 @@ def test_tensorboard_has_losses_scores_samples_and_alignments(single_run):
     samples = evaluation["sample_translations"][-1][1]
     assert samples.shape == (2,) and b"**reference:**" in samples[0]
     heatmaps = [tag for tag in train if tag.startswith("alignment/")]
-    assert sorted(heatmaps) == ["alignment/sentence_0", "alignment/sentence_1"]
+    assert sorted(heatmaps) == [f"alignment/sentence_{sentence}/head_{head}"
+                                for sentence in (0, 1) for head in (0, 1)]
 
 
 def test_served_translations_score_the_logged_bleu(single_run, data):

@@ -67,9 +67,10 @@ class RNNSeq2Seq(keras.Model):
       embedding only and its top state gives the logits; the encoder is seen
       only through the initial states.
 
-    Training runs the decoder steps in one `keras.ops.scan` over the target
-    positions; decoding runs the same step through `tfnlp.decoding` (the
-    states are the cache), so a teacher-forced pass and step-by-step decoding
+    Training runs the decoder steps in one scan over the target positions
+    (`tf.scan` on TensorFlow, `keras.ops.scan` elsewhere: `scan_carries`);
+    decoding runs the same step through `tfnlp.decoding` (the states are the
+    cache), so a teacher-forced pass and step-by-step decoding
     give the same logits. Dropout applies to the embeddings, between stacked
     decoder layers and to the attentional state (the fed-back one included,
     as in OpenNMT), with one mask per step drawn before the scan.
@@ -312,7 +313,7 @@ class RNNSeq2Seq(keras.Model):
     def decode(self, decoder_token_ids, memory, training=None):
         """The logits `(batch, target_length, vocabulary_size)` and the
         alignments `(batch, target_length, source_length)` of a whole target
-        prefix, the steps run in one `keras.ops.scan`."""
+        prefix, the steps run in one scan (`scan_carries`)."""
         embedded = self.embeddings_dropout(
             self.token_embedding(ops.cast(decoder_token_ids, "int32")), training=training)
         time_major_embedded = ops.transpose(embedded, (1, 0, 2))
