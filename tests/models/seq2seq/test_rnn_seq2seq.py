@@ -5,7 +5,7 @@ import pytest
 from tests.layer_test_helpers import to_numpy
 from tests.model_test_helpers import check_model
 from tests.models.seq2seq.seq2seq_batches import random_batch
-from tfnlp.decoding import BeamSearch, GreedySearch
+from tfnlp.decoding import BeamSearch, GreedySearch, RandomSampling
 from tfnlp.models import RNNSeq2Seq
 from tfnlp.models.seq2seq import ATTENTIONS
 
@@ -172,6 +172,18 @@ def test_greedy_and_beam_decoding_give_a_sentence_the_same_output_alone_or_in_a_
         np.testing.assert_allclose(to_numpy(together["scores"])[1:2],
                                    to_numpy(alone["scores"]), atol=1e-5)
 
+
+
+def test_sampling_with_top_k_1_is_greedy_and_a_seed_repeats_the_samples():
+    model = tiny_model("luong_dot")
+    sources = batch()["encoder_token_ids"]
+    greedy = model.generate(sources, GreedySearch(), max_length=8)
+    top_1 = model.generate(sources, RandomSampling(top_k=1, seed=3), max_length=8)
+    np.testing.assert_array_equal(to_numpy(top_1["ids"]), to_numpy(greedy["ids"]))
+    samples = [to_numpy(model.generate(sources, RandomSampling(seed=3, num_return_sequences=2),
+                                       max_length=8)["ids"]) for _ in range(2)]
+    assert samples[0].shape == (len(sources), 2, 8)
+    np.testing.assert_array_equal(samples[0], samples[1])
 
 
 def test_bad_arguments_say_what_to_give():
