@@ -24,22 +24,36 @@ RNN_PRESETS = {
 }
 
 
-def scan_carries(step, initial, length):
-    """Runs `carry = step(carry, index)` for `index` in `range(length)` and
-    returns every step's carry, stacked on a new leading axis.
+def scan_steps(step, initial, outputs_like, length):
+    """Runs `carry, outputs = step(carry, index)` for `index` in
+    `range(length)` and returns every step's `outputs`, stacked on a new
+    leading axis (the final carry is dropped).
 
-    On TensorFlow this is `tf.scan`, whose loop states its iteration count:
-    the gradient of `keras.ops.scan`'s TensorFlow loop keeps lists of unknown
+    `outputs_like` is a structure of tensors of the per-step outputs' dtypes
+    and shapes. On TensorFlow this is a `tf.while_loop` that states its
+    iteration count and writes the outputs alone to `TensorArray`s: the
+    gradient of `keras.ops.scan`'s TensorFlow loop keeps lists of unknown
     size, which XLA refuses to compile ("XLA compilation requires a fixed
-    tensor list size"), and that scan also fails to trace several sequences of
-    unknown length. Elsewhere it is `keras.ops.scan`.
+    tensor list size"), that scan fails to trace several sequences of
+    unknown length, and it stacks the whole carry at every step. Elsewhere
+    it is `keras.ops.scan`.
     """
-    if keras.backend.backend() == "tensorflow":
-        import tensorflow as tf
+    if keras.backend.backend() != "tensorflow":
+        return ops.scan(step, initial, ops.arange(length))[1]
+    import tensorflow as tf
 
-        return tf.scan(step, tf.range(length), initializer=initial)
-    return ops.scan(lambda carry, index: (step(carry, index),) * 2,
-                    initial, ops.arange(length))[1]
+    arrays = tf.nest.map_structure(
+        lambda like: tf.TensorArray(like.dtype, size=length, element_shape=like.shape), outputs_like)
+
+    def body(index, carry, arrays):
+        carry, outputs = step(carry, index)
+        arrays = tf.nest.map_structure(
+            lambda array, output: array.write(index, output), arrays, outputs)
+        return index + 1, carry, arrays
+
+    _, _, arrays = tf.while_loop(lambda index, carry, arrays: index < length, body,
+                                 (tf.constant(0), initial, arrays), maximum_iterations=length)
+    return tf.nest.map_structure(lambda array: array.stack(), arrays)
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -68,7 +82,7 @@ class RNNSeq2Seq(keras.Model):
       only through the initial states.
 
     Training runs the decoder steps in one scan over the target positions
-    (`tf.scan` on TensorFlow, `keras.ops.scan` elsewhere: `scan_carries`);
+    (a `tf.while_loop` on TensorFlow, `keras.ops.scan` elsewhere: `scan_steps`);
     decoding runs the same step through `tfnlp.decoding` (the states are the
     cache), so a teacher-forced pass and step-by-step decoding
     give the same logits. Dropout applies to the embeddings, between stacked
@@ -310,10 +324,11 @@ class RNNSeq2Seq(keras.Model):
 
     # === Teacher forcing ===
 
-    def decode(self, decoder_token_ids, memory, training=None):
+    def decode(self, decoder_token_ids, memory, training=None, return_alignments=True):
         """The logits `(batch, target_length, vocabulary_size)` and the
-        alignments `(batch, target_length, source_length)` of a whole target
-        prefix, the steps run in one scan (`scan_carries`)."""
+        alignments `(batch, target_length, source_length)` (None when not
+        `return_alignments`) of a whole target prefix, the steps run in one
+        scan (`scan_steps`)."""
         embedded = self.embeddings_dropout(
             self.token_embedding(ops.cast(decoder_token_ids, "int32")), training=training)
         time_major_embedded = ops.transpose(embedded, (1, 0, 2))
@@ -324,30 +339,32 @@ class RNNSeq2Seq(keras.Model):
             ones = ops.ones((target_length, self.num_layers, batch_size, self.hidden_dim),
                             dtype=embedded.dtype)
             dropout_masks = self.step_dropout(ones, training=True)
-        state = self.initial_state(memory)
-        initial = {
-            "state": state,
-            "output": ops.zeros((batch_size, self.hidden_dim), dtype=embedded.dtype),
-            "alignment": ops.zeros(ops.shape(memory["mask"]), dtype=embedded.dtype),
-        }
+        outputs_like = {"output": ops.zeros((batch_size, self.hidden_dim), dtype=embedded.dtype)}
+        if return_alignments:
+            outputs_like["alignment"] = ops.zeros(ops.shape(memory["mask"]), dtype=embedded.dtype)
 
-        def scan_step(carry, index):
+        def scan_step(state, index):
             masks = None
             if dropout_masks is not None:
                 step_masks = ops.take(dropout_masks, index, axis=0)
                 masks = [step_masks[layer] for layer in range(self.num_layers)]
-            output, alignment, new_state = self.step(
-                ops.take(time_major_embedded, index, axis=0), carry["state"], memory, masks)
-            return {"state": new_state, "output": output, "alignment": alignment}
+            output, alignment, state = self.step(
+                ops.take(time_major_embedded, index, axis=0), state, memory, masks)
+            outputs = {"output": output}
+            if return_alignments:
+                outputs["alignment"] = alignment
+            return state, outputs
 
-        per_step = scan_carries(scan_step, initial, target_length)
-        outputs = ops.transpose(per_step["output"], (1, 0, 2))
-        alignments = ops.transpose(per_step["alignment"], (1, 0, 2))
-        return self.logits(outputs), alignments
+        per_step = scan_steps(scan_step, self.initial_state(memory), outputs_like, target_length)
+        logits = self.logits(ops.transpose(per_step["output"], (1, 0, 2)))
+        if not return_alignments:
+            return logits, None
+        return logits, ops.transpose(per_step["alignment"], (1, 0, 2))
 
     def call(self, inputs, training=None):
         memory = self.encode(inputs[ENCODER_TOKEN_IDS], training)
-        return self.decode(inputs[DECODER_TOKEN_IDS], memory, training)[0]
+        return self.decode(inputs[DECODER_TOKEN_IDS], memory, training,
+                           return_alignments=False)[0]
 
     def alignments(self, inputs):
         """The attention weights `(batch, target_length, source_length)` of a
