@@ -36,7 +36,8 @@ def translation_parser():
     """The `argparse` parser of the translation trainer's flags."""
     parser = argparse.ArgumentParser(
         prog="python -m trainer.translate",
-        description="Trains a Transformer translation model on tf.distribute.",
+        description="Trains a translation model (the Transformer, or the LSTM encoder-decoder "
+                    "with --model=rnn) on tf.distribute.",
         allow_abbrev=False,
     )
     data = parser.add_argument_group("data")
