@@ -138,12 +138,13 @@ def test_dropout_acts_in_training_only_and_differs_per_step():
     assert not np.allclose(trained, to_numpy(model(inputs, training=True)))
 
 
-def test_trains_under_xla_in_a_graph_of_unknown_lengths_with_dropout():
+@pytest.mark.parametrize("attention", VARIANTS)
+def test_trains_under_xla_in_a_graph_of_unknown_lengths_with_dropout(attention):
     """The trainer's step is traced with batch and lengths unknown, and
     compiled with XLA under --jit_compile."""
     import tensorflow as tf
 
-    model = tiny_model("luong_general", dropout=0.3)
+    model = tiny_model(attention, dropout=0.3)
     inputs = batch()
     spec = tf.TensorSpec((None, None), tf.int32)
 
