@@ -87,7 +87,6 @@ resolved from the repository root.
 """
 
 import argparse
-import json
 import os
 import platform
 import time
@@ -97,7 +96,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from benchmarks.translation_training import from_root
+from benchmarks.reporting import write_report
 from tfnlp import decoding
 from tfnlp.data.translation_schema import BOS_ID, EOS_ID
 from tfnlp.models.seq2seq.rnn_seq2seq import ATTENTIONS, RNN_PRESETS, RNNSeq2Seq
@@ -458,11 +457,7 @@ def main(argv=None):
         "results": rows,
         "speedup": {"value": speedup, "goal": SPEED_GOAL, "met": met},
     }
-    output = from_root(flags.output)
-    os.makedirs(os.path.dirname(output), exist_ok=True)
-    with open(output, "w", encoding="utf-8") as file:
-        json.dump(report, file, indent=2)
-    print(f"wrote {output}")
+    write_report(report, flags.output)
     return rows
 
 

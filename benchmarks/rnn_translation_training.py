@@ -60,7 +60,6 @@ benchmarks/results/rnn_translation_training.json; not with --quick unless
 """
 
 import argparse
-import json
 import os
 import platform
 
@@ -68,10 +67,10 @@ import keras
 import numpy as np
 from keras import ops
 
+from benchmarks.reporting import write_report
 from benchmarks.translation_training import (
     add_data_and_timing_flags,
     data_report,
-    from_root,
     load_batches,
     measure,
     on_device,
@@ -310,11 +309,7 @@ def main(argv=None):
         "ratio": {"values": ratios, "cpu_time_values": cpu_ratios, "goal": SPEED_GOAL,
                   "met": met},
     }
-    output = from_root(flags.output)
-    os.makedirs(os.path.dirname(output), exist_ok=True)
-    with open(output, "w", encoding="utf-8") as file:
-        json.dump(report, file, indent=2)
-    print(f"wrote {output}")
+    write_report(report, flags.output)
     return results
 
 

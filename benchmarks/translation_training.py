@@ -95,7 +95,6 @@ figures. Relative paths are resolved from the repository root.
 import argparse
 import collections
 import glob
-import json
 import math
 import os
 import platform
@@ -110,6 +109,7 @@ import keras_hub
 import numpy as np
 from keras import ops
 
+from benchmarks.reporting import REPOSITORY_ROOT, from_root, write_report
 from tfnlp.losses import label_smoothed_cross_entropy
 from tfnlp.models.seq2seq import PRESETS, TransformerSeq2Seq
 from tfnlp.models.seq2seq.generation import (
@@ -118,13 +118,8 @@ from tfnlp.models.seq2seq.generation import (
     decoder_inputs,
 )
 
-REPOSITORY_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SPEED_GOAL = 1.25
 DATA_SEED = 1
-
-
-def from_root(path):
-    return path if os.path.isabs(path) else os.path.normpath(os.path.join(REPOSITORY_ROOT, path))
 
 
 # === The reference model ===
@@ -526,11 +521,7 @@ def main(argv=None):
         "ratio": {"value": main_ratio, "cpu_time_value": cpu_ratio, "goal": SPEED_GOAL,
                   "met": main_ratio >= SPEED_GOAL},
     }
-    output = from_root(flags.output)
-    os.makedirs(os.path.dirname(output), exist_ok=True)
-    with open(output, "w", encoding="utf-8") as file:
-        json.dump(report, file, indent=2)
-    print(f"wrote {output}")
+    write_report(report, flags.output)
     return results
 
 
