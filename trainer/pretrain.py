@@ -199,6 +199,7 @@ def run(flags):
         log_every_steps=flags.log_every_steps,
         checkpoint_every_steps=flags.checkpoint_every_steps,
         eval_every_steps=flags.eval_every_steps,
+        stop_time_seconds=flags.stop_time_hours * 3600,
         images_every_steps=flags.attention_images_every_steps,
     )
     try:
@@ -214,7 +215,7 @@ def run(flags):
     finally:
         logs.close()
         checkpoints.close()
-    LOGGER.info("Training finished at step %d.", flags.train_steps)
+    LOGGER.info("Training finished at step %d.", int(step.numpy()))
     return loss
 
 

@@ -4,7 +4,7 @@ import argparse
 
 from tfnlp.command_line import add_boolean_flag
 from trainer.optimization import OPTIMIZERS
-from trainer.run_flags import add_distribution_flags, check_counts
+from trainer.run_flags import add_distribution_flags, add_stop_time_flag, check_counts
 
 
 def pretraining_parser():
@@ -59,6 +59,7 @@ def pretraining_parser():
     training.add_argument("--gradient_accumulation_steps", type=int, default=1,
                           help="Split each replica's batch into this many micro-batches.")
     add_distribution_flags(training)
+    add_stop_time_flag(training)
 
     outputs = parser.add_argument_group("checkpoints, logs and export")
     outputs.add_argument("--checkpoint_every_steps", type=int, default=1000)
@@ -87,7 +88,7 @@ def parse_flags(argv=None):
         positive=("global_batch_size", "train_steps", "max_seq_length",
                   "gradient_accumulation_steps", "keep_checkpoints", "log_every_steps"),
         non_negative=("warmup_steps", "checkpoint_every_steps", "eval_every_steps",
-                      "attention_images_every_steps", "eval_steps"),
+                      "attention_images_every_steps", "eval_steps", "stop_time_hours"),
     )
     if flags.warmup_steps > flags.train_steps:
         parser.error(

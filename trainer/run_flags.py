@@ -1,5 +1,5 @@
 """The command-line flags every trainer shares: the strategy, precision and
-XLA flags, and the positivity checks of step counts."""
+XLA flags, the wall-clock budget, and the positivity checks of step counts."""
 
 from tfnlp.command_line import add_boolean_flag
 from trainer.distribution import STRATEGIES
@@ -13,6 +13,17 @@ def add_distribution_flags(group, jit_compile=True):
     group.add_argument("--mixed_precision", choices=MIXED_PRECISION, default=None)
     if jit_compile:
         add_boolean_flag(group, "jit_compile", False, "Compile the replica step with XLA.")
+
+
+def add_stop_time_flag(group):
+    """Adds `--stop_time_hours` (fairseq's name): a wall-clock budget (the
+    trainers on `training_loop.train`)."""
+    group.add_argument(
+        "--stop_time_hours", type=float, default=0.0,
+        help="Stop after the first step that ends this many hours after training "
+             "began (compilation and evaluations count), evaluating, saving and "
+             "exporting as at --train_steps; 0: no limit. The learning-rate "
+             "schedule still runs to --train_steps.")
 
 
 def check_counts(parser, flags, positive=(), non_negative=()):

@@ -286,6 +286,9 @@ class LoopSchedule:
         checkpoint_every_steps: steps between checkpoints (0: at the end only).
         eval_every_steps: steps between evaluations (0: at the end only).
         images_every_steps: steps between images (0: none).
+        stop_time_seconds: stop after the first step that ends this many
+            seconds after `train` began, evaluating and saving as at the
+            last step (0: no limit; fairseq's `--stop-time-hours`).
     """
 
     train_steps: int
@@ -293,11 +296,12 @@ class LoopSchedule:
     checkpoint_every_steps: int = 1000
     eval_every_steps: int = 0
     images_every_steps: int = 0
+    stop_time_seconds: float = 0
 
-    def due(self, every, step):
-        """Whether something done every `every` steps (and at the last
+    def due(self, every, step, last=False):
+        """Whether something done every `every` steps (and at the `last`
         step; never when `every` is 0) is due at `step`."""
-        return bool(every) and (step % every == 0 or step == self.train_steps)
+        return bool(every) and (step % every == 0 or last)
 
 
 def evaluate(loop, eval_iterator, eval_steps):
@@ -310,7 +314,8 @@ def evaluate(loop, eval_iterator, eval_steps):
 
 def train(loop, iterator, checkpoints, logs, schedule, learning_rate, start_step=0,
           evaluator=None, images=None):
-    """Trains from `start_step` to `schedule.train_steps`; returns the last loss.
+    """Trains from `start_step` to `schedule.train_steps`, or until
+    `schedule.stop_time_seconds` have passed; returns the last loss.
 
     Args:
         loop: the `TrainingLoop`.
@@ -330,6 +335,7 @@ def train(loop, iterator, checkpoints, logs, schedule, learning_rate, start_step
     """
     metrics = SumMetrics(loop.task)
     throughput = Throughput()
+    started = time.monotonic()
     step, loss = start_step, None
     while step < schedule.train_steps:
         rate = float(learning_rate(step))
@@ -346,12 +352,13 @@ def train(loop, iterator, checkpoints, logs, schedule, learning_rate, start_step
                 "use --mixed_precision=bfloat16 instead of float16, then re-run to "
                 "resume from that checkpoint."
             )
+        last = step == schedule.train_steps or out_of_time(schedule, started)
         metrics.update(sums)
         logs.train_log.write({
             "step": step, "loss": loss, **loop.task.step_record(sums),
             "learning_rate": rate, "gradient_norm": sums["gradient_norm"],
         })
-        if schedule.due(schedule.log_every_steps, step):
+        if schedule.due(schedule.log_every_steps, step, last):
             values = metrics.result()
             values.update(throughput.rates(metrics.totals["examples"], metrics.totals["tokens"]))
             values["learning_rate"] = rate
@@ -359,18 +366,29 @@ def train(loop, iterator, checkpoints, logs, schedule, learning_rate, start_step
             logs.writers.scalars(logs.writers.train, values, step)
             LOGGER.info("step %d: %s", step, _format(values))
             metrics.reset()
-        if images and schedule.due(schedule.images_every_steps, step):
+        if images and schedule.due(schedule.images_every_steps, step, last):
             logs.writers.images(images(), step)
-        if evaluator and (step == schedule.train_steps
-                          or schedule.due(schedule.eval_every_steps, step)):
+        if evaluator and (last or schedule.due(schedule.eval_every_steps, step)):
             values = evaluator()
             logs.writers.scalars(logs.writers.eval, values, step)
             logs.eval_log.write({"step": step, **values})
             LOGGER.info("eval at step %d: %s", step, _format(values))
             throughput.reset()
-        if step == schedule.train_steps or schedule.due(schedule.checkpoint_every_steps, step):
+        if last or schedule.due(schedule.checkpoint_every_steps, step):
             checkpoints.save(step)
+        if last:
+            if step < schedule.train_steps:
+                LOGGER.info("Stopped at step %d of %d: %.0f seconds of training have passed.",
+                            step, schedule.train_steps, time.monotonic() - started)
+            break
     return loss
+
+
+def out_of_time(schedule, started):
+    """Whether `schedule.stop_time_seconds` (when set) have passed since
+    `started` (a `time.monotonic()` reading)."""
+    return bool(schedule.stop_time_seconds) and (
+        time.monotonic() - started >= schedule.stop_time_seconds)
 
 
 def _format(values):

@@ -214,6 +214,7 @@ def run(flags):
         log_every_steps=flags.log_every_steps,
         checkpoint_every_steps=flags.checkpoint_every_steps,
         eval_every_steps=flags.eval_every_steps,
+        stop_time_seconds=flags.stop_time_hours * 3600,
     )
     try:
         loss = train(loop, train_iterator, checkpoints, logs, schedule,
@@ -228,7 +229,7 @@ def run(flags):
     finally:
         logs.close()
         checkpoints.close()
-    LOGGER.info("Training finished at step %d.", flags.train_steps)
+    LOGGER.info("Training finished at step %d.", int(step.numpy()))
     return loss
 
 

@@ -5,7 +5,7 @@ import argparse
 from tfnlp.command_line import add_boolean_flag
 from tfnlp.models.seq2seq import ATTENTIONS, PRESETS, RNN_PRESETS
 from trainer.optimization import OPTIMIZERS, SCHEDULES
-from trainer.run_flags import add_distribution_flags, check_counts
+from trainer.run_flags import add_distribution_flags, add_stop_time_flag, check_counts
 
 LENGTH_PENALTIES = ("gnmt", "average", "none")
 MODELS = ("transformer", "rnn")
@@ -95,6 +95,7 @@ def translation_parser():
     training.add_argument("--gradient_accumulation_steps", type=int, default=1,
                           help="Split each replica's batch into this many micro-batches.")
     add_distribution_flags(training)
+    add_stop_time_flag(training)
 
     outputs = parser.add_argument_group("checkpoints, evaluation, logs and export")
     outputs.add_argument("--checkpoint_every_steps", type=int, default=1000)
@@ -129,7 +130,7 @@ def parse_flags(argv=None):
         positive=("train_steps", "max_tokens_per_batch", "max_length", "beam_size",
                   "gradient_accumulation_steps", "keep_checkpoints", "log_every_steps"),
         non_negative=("warmup_steps", "checkpoint_every_steps", "eval_every_steps",
-                      "sample_sentences", "max_length_b"),
+                      "sample_sentences", "max_length_b", "stop_time_hours"),
     )
     if flags.learning_rate <= 0:
         parser.error(f"--learning_rate must be positive, got {flags.learning_rate}.")

@@ -1,0 +1,85 @@
+"""The host loop `trainer.training_loop.train`: when it stops, evaluates and
+saves, with a fake training step and a fake clock."""
+
+import json
+import types
+
+from trainer import training_loop
+from trainer.summaries import RunLogs
+from trainer.training_loop import LoopSchedule, train
+
+SECONDS_PER_STEP = 10.0
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def monotonic(self):
+        return self.now
+
+
+class FakeLoop:
+    """A step that takes `SECONDS_PER_STEP` on the fake clock."""
+
+    task = types.SimpleNamespace(
+        sum_names=("loss_sum", "examples", "tokens"),
+        results=lambda totals: {"loss": totals["loss_sum"] / max(totals["examples"], 1)},
+        step_record=lambda sums: {},
+    )
+
+    def __init__(self, clock):
+        self.clock = clock
+
+    def train_step(self, iterator):
+        self.clock.now += SECONDS_PER_STEP
+        return {"loss": 1.0, "gradient_norm": 0.5, "loss_sum": 1.0, "examples": 1.0,
+                "tokens": 1.0}
+
+
+class FakeCheckpoints:
+    def __init__(self):
+        self.step = types.SimpleNamespace(assign=lambda value: None)
+        self.saved = []
+
+    def save(self, step):
+        self.saved.append(step)
+
+
+def run_schedule(tmp_path, monkeypatch, **schedule):
+    clock = FakeClock()
+    monkeypatch.setattr(training_loop, "time", types.SimpleNamespace(
+        monotonic=clock.monotonic, perf_counter=clock.monotonic))
+    checkpoints, evaluations = FakeCheckpoints(), []
+    logs = RunLogs(str(tmp_path))
+
+    def evaluator():
+        evaluations.append(clock.now)
+        return {"bleu": 1.0}
+
+    try:
+        train(FakeLoop(clock), iter(()), checkpoints, logs, LoopSchedule(**schedule),
+              learning_rate=lambda step: 1e-3, evaluator=evaluator)
+    finally:
+        logs.close()
+    steps = [json.loads(line)["step"] for line in open(tmp_path / "train_log.jsonl")]
+    return steps, checkpoints.saved, evaluations
+
+
+def test_runs_to_train_steps_without_a_time_limit(tmp_path, monkeypatch):
+    steps, saved, evaluations = run_schedule(
+        tmp_path, monkeypatch, train_steps=7, checkpoint_every_steps=3, eval_every_steps=5)
+    assert steps == list(range(1, 8))
+    assert saved == [3, 6, 7]
+    assert evaluations == [50.0, 70.0]
+
+
+def test_stops_at_the_first_step_past_the_time_limit_and_evaluates_and_saves_it(
+        tmp_path, monkeypatch):
+    # Steps end at 10 s, 20 s, ...: the limit of 35 s is passed by step 4.
+    steps, saved, evaluations = run_schedule(
+        tmp_path, monkeypatch, train_steps=100, checkpoint_every_steps=3,
+        eval_every_steps=50, stop_time_seconds=35)
+    assert steps == [1, 2, 3, 4]
+    assert saved == [3, 4]
+    assert evaluations == [40.0]
