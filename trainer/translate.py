@@ -39,12 +39,13 @@ batch of R replicas is the batch one replica would see and the loss is the
 same.
 """
 
+import json
 import logging
 import os
 
 import tensorflow as tf
 
-from tfnlp.data import translation_dataset
+from tfnlp.data import count_long_pairs, translation_dataset
 from tfnlp.data.translation_schema import INPUTS
 from tfnlp.text import SentencePieceTokenizer
 from trainer import optimization, runtime, summaries
@@ -63,7 +64,10 @@ from trainer.translation_models import (
 
 LOGGER = logging.getLogger("trainer.translate")
 
+# What pipelines.translation_data writes beside the shards (not imported:
+# the trainer does not need Beam).
 SENTENCEPIECE_MODEL = "sentencepiece.model"
+STATS_FILE = "stats.json"
 
 
 def match_files(patterns, flag):
@@ -89,6 +93,31 @@ def find_vocab_file(flags, train_files):
             "that `python -m pipelines.translation_data --shared_vocab` wrote."
         )
     return path
+
+
+def report_long_pairs(train_files, max_length):
+    """Logs how many training pairs are longer than `--max_length` (training
+    skips them) and returns that count; 0 without reading the shards when
+    the stats.json beside each of them says the job wrote none that long."""
+    recorded = []
+    for directory in sorted({os.path.dirname(path) for path in train_files}):
+        stats_file = os.path.join(directory, STATS_FILE)
+        if not tf.io.gfile.exists(stats_file):
+            recorded.append(None)
+            continue
+        with tf.io.gfile.GFile(stats_file) as file:
+            recorded.append(json.load(file).get("parameters", {}).get("max_length"))
+    if all(length is not None and length <= max_length for length in recorded):
+        return 0
+    long_pairs, pairs = count_long_pairs(train_files, max_length)
+    if long_pairs:
+        LOGGER.warning(
+            "%d of the %d training pairs are longer than --max_length=%d ids (the longer "
+            "side, EOS included): training skips them. Pass a larger --max_length, or "
+            "write the shards with pipelines.translation_data --max_length=%d to drop "
+            "them there (counted in its stats.json).",
+            long_pairs, pairs, max_length, max_length)
+    return long_pairs
 
 
 def split_over_replicas(batch, replicas):
@@ -163,6 +192,8 @@ def run(flags):
     eval_files = match_files(flags.eval_data, "--eval_data") if flags.eval_data else []
     vocab_file = find_vocab_file(flags, train_files)
     tokenizer = SentencePieceTokenizer(model_file=vocab_file)
+    if run.chief:
+        report_long_pairs(train_files, flags.max_length)
     strategy = run.strategy
     with strategy.scope():
         model = build_translation_model(flags, tokenizer.vocabulary_size)

@@ -172,3 +172,33 @@ def test_translate_text_matches_the_export_and_keeps_blank_lines(single_run, dat
     assert from_export == expected
     assert from_run == expected  # the run's best checkpoint, as exported
     assert (tmp_path / "output.de").read_text(encoding="utf-8").splitlines() == expected
+
+
+def pair_lengths(files):
+    """The longer side's ids of each pair of `files`, read with protobuf."""
+    lengths = []
+    for path in files:
+        for record in tf.data.TFRecordDataset(path):
+            feature = tf.train.Example.FromString(record.numpy()).features.feature
+            lengths.append(max(len(feature[name].int64_list.value)
+                               for name in ("inputs", "targets")))
+    return lengths
+
+
+def test_training_pairs_longer_than_max_length_are_counted_and_reported(data, caplog):
+    files = sorted(tf.io.gfile.glob(data["train"]))
+    lengths = sorted(pair_lengths(files))
+    max_length = lengths[len(lengths) // 2]
+    expected = sum(length > max_length for length in lengths)
+    assert 0 < expected < len(lengths)
+    with caplog.at_level("WARNING", logger="trainer.translate"):
+        assert translate.report_long_pairs(files, max_length) == expected
+    assert (f"{expected} of the {len(lengths)} training pairs are longer than "
+            f"--max_length={max_length}") in caplog.text
+
+
+def test_shards_whose_stats_rule_out_long_pairs_are_not_read(data, monkeypatch):
+    files = sorted(tf.io.gfile.glob(data["train"]))
+    monkeypatch.setattr(translate, "count_long_pairs", lambda *arguments: pytest.fail(
+        "the shards were read although their stats.json says max_length=128"))
+    assert translate.report_long_pairs(files, max_length=128) == 0

@@ -8,7 +8,8 @@
 - `translation_reader`: `translation_dataset` reads translation-pair shards
   (`translation_schema`) into batches of about `max_tokens_per_batch`
   tokens, bucketed by length (`bucket_lengths`, `bucket_batch_sizes`), with
-  an evaluation mode that yields every pair once in a fixed order.
+  an evaluation mode that yields every pair once in a fixed order;
+  `count_long_pairs` counts the pairs training would skip.
 - `tfrecord_files`: what both readers do before parsing: matching the
   shard globs, detecting each file's compression (plain, gzip, zlib),
   reading the first record for a check, opening the files for `interleave`.
@@ -33,4 +34,5 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     "translation_dataset": "translation_reader",
     "bucket_lengths": "translation_reader",
     "bucket_batch_sizes": "translation_reader",
+    "count_long_pairs": "translation_reader",
 })

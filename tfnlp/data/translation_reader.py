@@ -27,9 +27,11 @@ padding, shapes of every length).
 
 Pairs longer than `max_length`. The Beam job drops them already; a reader
 with a smaller `max_length` than the writer's would meet some. In training
-they are dropped (`long_pairs="drop"`, as tensor2tensor does; the count is
-not reported, use `long_pairs="raise"` to find out whether any occur: the
-iterator then fails on the first one). In evaluation they are kept.
+they are dropped (`long_pairs="drop"`, as tensor2tensor does;
+`count_long_pairs` counts them, and `trainer.translate` reports the count
+unless the shards' stats.json shows there can be none;
+`long_pairs="raise"` makes the iterator fail on the first one instead).
+In evaluation they are kept.
 
 Evaluation (`evaluation=True`): no shuffle, no repeat, no remainder
 dropped, a fixed read order; every pair of the files appears exactly once,
@@ -226,6 +228,40 @@ def _pair_length(pair):
         tf.shape(pair[translation_schema.INPUTS])[0],
         tf.shape(pair[translation_schema.TARGETS])[0],
     )
+
+
+def count_long_pairs(files, max_length, compression=None):
+    """`(long_pairs, pairs)`: how many pairs of `files` are longer than
+    `max_length` ids (the longer side, EOS included), which training skips,
+    and how many pairs there are. One pass over the files.
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "translation-00000-of-00001.tfrecord")
+    >>> with tf.io.TFRecordWriter(path) as writer:
+    ...     for inputs, targets in [([5, 6, 3], [7, 3]), ([8, 3], [9, 10, 11, 12, 3])]:
+    ...         writer.write(translation_schema.serialize_pair(inputs, targets))
+    >>> count_long_pairs(path, max_length=4)
+    (1, 2)
+    """
+    compression = tfrecord_files.normalize_compression(compression)
+    _, files = tfrecord_files.match_files(
+        files, "files", "translation", "DIR/translation-*-of-*.tfrecord*",
+        "pipelines.translation_data",
+    )
+    read_file = tfrecord_files.record_reader(
+        files, tfrecord_files.file_compressions(files, compression))
+    pairs = tf.data.Dataset.from_tensor_slices(tf.constant(files, tf.string)).interleave(
+        read_file, cycle_length=min(len(files), MAX_PARALLEL_FILES),
+        num_parallel_calls=tf.data.AUTOTUNE,
+    ).map(translation_schema.parse_example, num_parallel_calls=tf.data.AUTOTUNE)
+    long_pairs, total = pairs.reduce(
+        (tf.constant(0, tf.int64), tf.constant(0, tf.int64)),
+        lambda counts, pair: (
+            counts[0] + tf.cast(_pair_length(pair) > int(max_length), tf.int64),
+            counts[1] + 1,
+        ),
+    )
+    return int(long_pairs), int(total)
 
 
 def translation_dataset(
