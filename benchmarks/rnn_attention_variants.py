@@ -52,7 +52,8 @@ def parse_flags(argv):
     parser.add_argument("--eval_data", required=True)
     parser.add_argument("--runs_dir", required=True,
                         help="Each variant's model_dir is RUNS_DIR/VARIANT; a variant whose "
-                             "run has finished there already is read, not trained again.")
+                             "run has finished there already is read, not trained again (an "
+                             "unfinished one stops the benchmark).")
     parser.add_argument("--attentions", default=",".join(VARIANTS))
     parser.add_argument("--stop_time_hours", type=float, default=1 / 3)
     parser.add_argument("--output", default="benchmarks/results/rnn_attention_variants.json")
@@ -82,7 +83,11 @@ def train_variant(attention, flags):
     if os.path.exists(os.path.join(model_dir, "eval_log.jsonl")):
         print(f"{attention}: reading the finished run in {model_dir}", flush=True)
         return model_dir
-    os.makedirs(model_dir, exist_ok=True)
+    if os.path.exists(model_dir):
+        raise SystemExit(
+            f"{model_dir} holds an unfinished run (no eval_log.jsonl). Remove it to train "
+            f"{attention} again from scratch: resuming it would give it more than the budget.")
+    os.makedirs(model_dir)
     command = [
         sys.executable, "-m", "trainer.translate", "--model=rnn", f"--attention={attention}",
         f"--train_data={flags.train_data}", f"--eval_data={flags.eval_data}",
