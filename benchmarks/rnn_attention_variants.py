@@ -57,7 +57,7 @@ def parse_flags(argv):
     parser.add_argument("--attentions", default=",".join(VARIANTS))
     parser.add_argument("--stop_time_hours", type=float, default=1 / 3)
     parser.add_argument("--output", default="benchmarks/results/rnn_attention_variants.json")
-    own, _, trainer_flags = _split(argv)
+    own, trainer_flags = _split(argv)
     flags = parser.parse_args(own)
     flags.trainer_flags = trainer_flags
     flags.attentions = [name.strip() for name in flags.attentions.split(",") if name.strip()]
@@ -69,11 +69,12 @@ def parse_flags(argv):
 
 
 def _split(argv):
+    """The benchmark's own arguments, and the trainer's (those after `--`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if "--" in argv:
-        index = argv.index("--")
-        return argv[:index], "--", argv[index + 1:]
-    return argv, "", []
+    if "--" not in argv:
+        return argv, []
+    index = argv.index("--")
+    return argv[:index], argv[index + 1:]
 
 
 def train_variant(attention, flags):

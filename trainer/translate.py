@@ -39,7 +39,6 @@ batch of R replicas is the batch one replica would see and the loss is the
 same.
 """
 
-import json
 import logging
 import os
 
@@ -49,7 +48,7 @@ from tfnlp.data import count_long_pairs, translation_dataset
 from tfnlp.data.translation_schema import INPUTS
 from tfnlp.text import SentencePieceTokenizer
 from trainer import optimization, runtime, summaries
-from trainer.run_files import CONFIG_FILE, write_json, write_serving_record
+from trainer.run_files import CONFIG_FILE, read_json, write_json, write_serving_record
 from trainer.tasks.translation import TranslationTask
 from trainer.training_loop import LoopSchedule, TrainingLoop, evaluate, train
 from trainer.translate_flags import parse_flags
@@ -99,14 +98,10 @@ def report_long_pairs(train_files, max_length):
     """Logs how many training pairs are longer than `--max_length` (training
     skips them) and returns that count; 0 without reading the shards when
     the stats.json beside each of them says the job wrote none that long."""
-    recorded = []
-    for directory in sorted({os.path.dirname(path) for path in train_files}):
-        stats_file = os.path.join(directory, STATS_FILE)
-        if not tf.io.gfile.exists(stats_file):
-            recorded.append(None)
-            continue
-        with tf.io.gfile.GFile(stats_file) as file:
-            recorded.append(json.load(file).get("parameters", {}).get("max_length"))
+    recorded = [
+        read_json(os.path.join(directory, STATS_FILE), {}).get("parameters", {}).get("max_length")
+        for directory in sorted({os.path.dirname(path) for path in train_files})
+    ]
     if all(length is not None and length <= max_length for length in recorded):
         return 0
     long_pairs, pairs = count_long_pairs(train_files, max_length)

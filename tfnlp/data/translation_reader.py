@@ -230,6 +230,16 @@ def _pair_length(pair):
     )
 
 
+def _match_files(files, compression):
+    """The translation shards that `files` names, and each one's compression."""
+    compression = tfrecord_files.normalize_compression(compression)
+    _, files = tfrecord_files.match_files(
+        files, "files", "translation", "DIR/translation-*-of-*.tfrecord*",
+        "pipelines.translation_data",
+    )
+    return files, tfrecord_files.file_compressions(files, compression)
+
+
 def count_long_pairs(files, max_length, compression=None):
     """`(long_pairs, pairs)`: how many pairs of `files` are longer than
     `max_length` ids (the longer side, EOS included), which training skips,
@@ -243,13 +253,8 @@ def count_long_pairs(files, max_length, compression=None):
     >>> count_long_pairs(path, max_length=4)
     (1, 2)
     """
-    compression = tfrecord_files.normalize_compression(compression)
-    _, files = tfrecord_files.match_files(
-        files, "files", "translation", "DIR/translation-*-of-*.tfrecord*",
-        "pipelines.translation_data",
-    )
-    read_file = tfrecord_files.record_reader(
-        files, tfrecord_files.file_compressions(files, compression))
+    files, compressions = _match_files(files, compression)
+    read_file = tfrecord_files.record_reader(files, compressions)
     pairs = tf.data.Dataset.from_tensor_slices(tf.constant(files, tf.string)).interleave(
         read_file, cycle_length=min(len(files), MAX_PARALLEL_FILES),
         num_parallel_calls=tf.data.AUTOTUNE,
@@ -414,12 +419,7 @@ def translation_dataset(
         lengths, max_tokens_per_batch, batch_size_multiple, max_batch_size
     )
     pipelines, pipeline = _pipelines(input_context, num_input_pipelines, input_pipeline_id)
-    compression = tfrecord_files.normalize_compression(compression)
-    _, files = tfrecord_files.match_files(
-        files, "files", "translation", "DIR/translation-*-of-*.tfrecord*",
-        "pipelines.translation_data",
-    )
-    compressions = tfrecord_files.file_compressions(files, compression)
+    files, compressions = _match_files(files, compression)
     _check_first_record(tfrecord_files.first_record(files, compressions))
 
     shard_pairs = pipelines > 1 and len(files) < pipelines
