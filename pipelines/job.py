@@ -17,7 +17,9 @@ module is that shared part:
 - `run_job`: builds a pipeline from the command line's Beam options, runs
   it, checks that it finished, reads its stats and logs the summary.
 - `configure_command_line_logging`: the logging of `python -m pipelines.X`;
-  `command_line_main`: what such a module's `__main__` block runs.
+  `command_line_main`: what such a module's `__main__` block runs (its
+  `main` through `tfnlp.command_line.run_main`: a user's mistake is one
+  line on stderr and exit status 2).
 
 Each job module (`pretraining_data`, `translation_data`, `wordpiece_vocab`)
 has the same command-line face: `main(argv=None)` runs the job on `argv`,
@@ -38,6 +40,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms import window
 
 from pipelines.beam_options import pipeline_options
+from tfnlp.command_line import run_main
 
 METRICS_NAMESPACE = "tfnlp"
 COUNTS_TAG = "counts"
@@ -240,16 +243,20 @@ def configure_command_line_logging():
 def command_line_main(module_name):
     """Runs a job from its command line (`python -m pipelines.X`).
 
-    Configures the logging (`configure_command_line_logging`) and calls the
+    Configures the logging (`configure_command_line_logging`) and runs the
     `main` of the job's module imported by its name, rather than that of
     `__main__`, so that Beam pickles the job's DoFns by reference to the
-    importable module.
+    importable module, with `tfnlp.command_line.run_main`.
 
     Args:
         module_name: the job's module, e.g. "pipelines.translation_data".
 
     Returns:
         What the module's `main()` returns (the stats dict).
+
+    Raises:
+        SystemExit: status 2 on a user's mistake (a missing input, an
+            output that cannot be written, a bad flag value).
     """
     configure_command_line_logging()
-    return importlib.import_module(module_name).main()
+    return run_main(importlib.import_module(module_name).main)

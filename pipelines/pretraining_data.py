@@ -65,7 +65,6 @@ serialized records, with explicit arguments; `build_pipeline` connects
 arguments.
 """
 
-import argparse
 import logging
 import math
 import os
@@ -78,7 +77,12 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines import job, pretraining_instances, text_input, token_store
 from pipelines.sharded_tfrecords import WriteShardedTFRecords
-from tfnlp.command_line import add_boolean_flag
+from tfnlp.command_line import (
+    ArgumentParser,
+    add_boolean_flag,
+    check_input_file,
+    check_output_directory,
+)
 from tfnlp.data import pretraining_schema
 from tfnlp.text.vocabulary import load_vocabulary
 
@@ -90,7 +94,7 @@ SHUFFLE_BUFFER_RECORDS = 10_000
 
 def parse_arguments(argv=None):
     """This job's flags and the arguments left for Beam's PipelineOptions."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="python -m pipelines.pretraining_data",
         description="BERT masked-LM and next-sentence pretraining TFRecords, with Beam.",
         allow_abbrev=False,
@@ -415,11 +419,16 @@ def main(argv=None):
         The stats dict, as written to DIR/stats.json.
 
     Raises:
+        UsageError: `--vocab_file` cannot be read, or `--output_dir`
+            cannot be written (before anything is written or run).
         FileNotFoundError: an input glob matches no file (before anything
             is written or run).
         RuntimeError: the pipeline did not finish successfully.
     """
     flags, beam_arguments = parse_arguments(argv)
+    check_input_file("--vocab_file", flags.vocab_file,
+                     "a WordPiece vocabulary, one token a line")
+    check_output_directory("--output_dir", flags.output_dir)
     read_documents = text_input.ReadDocuments(
         flags.input_file, flags.input_format, flags.max_line_bytes
     )

@@ -83,12 +83,13 @@ def parse_patterns(value):
     return [pattern.strip() for pattern in value if pattern.strip()]
 
 
-def match_input_files(patterns):
+def match_input_files(patterns, flag="--input_file"):
     """The files matched by `patterns`, checked before any pipeline runs.
 
     Args:
         patterns: globs or paths on any Beam filesystem: a list, or one
             comma-separated string (see `parse_patterns`).
+        flag: the flag that gave them, for the errors.
 
     Returns:
         The sorted, de-duplicated paths of the matched files (directories
@@ -97,11 +98,12 @@ def match_input_files(patterns):
     Raises:
         FileNotFoundError: no pattern was given, or one of them matches no
             file; the message names that pattern.
+        PermissionError: a local file matched cannot be read.
     """
     patterns = parse_patterns(patterns)
     if not patterns:
         raise FileNotFoundError(
-            "No input file given: pass --input_file=GLOB[,GLOB...] naming the "
+            f"No input file given: pass {flag}=GLOB[,GLOB...] naming the "
             "text files to read."
         )
     files = set()
@@ -116,9 +118,15 @@ def match_input_files(patterns):
             raise FileNotFoundError(
                 f"The input pattern {pattern!r} matches no file. Check the "
                 "path and the glob (quote it so that the shell does not expand "
-                "it), or remove it from --input_file."
+                f"it), or remove it from {flag}."
             )
         files.update(matched)
+    for path in files:
+        if "://" not in path and not os.access(path, os.R_OK):
+            raise PermissionError(
+                f"The input file {path} of {flag} cannot be read (permission "
+                "denied). Make it readable, or leave it out of the glob."
+            )
     return sorted(files)
 
 

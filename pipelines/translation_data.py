@@ -90,9 +90,15 @@ import os
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines import job, sentencepiece_model, translation_pairs
+from pipelines import job, sentencepiece_model, text_input, translation_pairs
 from pipelines.sharded_tfrecords import WriteShardedTFRecords, shard_file_name
-from tfnlp.command_line import add_boolean_flag
+from tfnlp.command_line import (
+    ArgumentParser,
+    add_boolean_flag,
+    check_input_file,
+    check_output_directory,
+    usage_errors,
+)
 from tfnlp.data import translation_schema
 
 LOGGER = logging.getLogger(__name__)
@@ -127,7 +133,7 @@ def parse_arguments(argv=None):
         SystemExit: a flag is missing, invalid or inconsistent (argparse's
             usage error).
     """
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="python -m pipelines.translation_data",
         description="Translation-pair TFRecords of SentencePiece ids, with Beam.",
         epilog="Text is normalized by SentencePiece's nmt_nfkc rules (NFKC, control "
@@ -706,36 +712,46 @@ def main(argv=None):
     Raises:
         FileNotFoundError: an input glob matches no file (before anything
             is written or run).
-        ValueError: aligned files differ in number or line count, or a
-            `--vocab_file` is not a SentencePiece model with the special ids
-            PAD 0, UNK 1, BOS 2, EOS 3 (before anything is written or run);
-            or SentencePiece cannot learn the model (during the run).
+        UsageError (a ValueError): a `--vocab_file` cannot be read, or
+            `--output_dir` cannot be written; aligned files differ in
+            number or line count, or a `--vocab_file` is not a
+            SentencePiece model with the special ids PAD 0, UNK 1, BOS 2,
+            EOS 3, or --vocab_size or --character_coverage is out of range
+            (all before anything is written or run).
+        ValueError: SentencePiece cannot learn the model (during the run).
         RuntimeError: the pipeline did not finish successfully.
     """
     flags, beam_arguments = parse_arguments(argv)
-    read_pairs = translation_pairs.ReadTranslationPairs(
-        input_format=flags.input_format,
-        source_file=flags.source_file,
-        target_file=flags.target_file,
-        input_file=flags.input_file,
-        source_field=flags.source_field,
-        target_field=flags.target_field,
-        check_line_counts=flags.check_line_counts,
-    )
+    for name in ("source_file", "target_file", "input_file"):
+        if getattr(flags, name):
+            text_input.match_input_files(getattr(flags, name), flag=f"--{name}")
+    for path in flags.vocab_file or ():
+        check_input_file("--vocab_file", path, "a SentencePiece model (.model)")
+    check_output_directory("--output_dir", flags.output_dir)
     models = model_files = options = None
-    if flags.vocab_file:
-        paths = flags.vocab_file * 2 if flags.shared_vocab else flags.vocab_file
-        model_files = dict(zip(SIDES, paths))
-        models = {}
-        for side, path in model_files.items():
-            models[side] = job.read_file(path)
-            sentencepiece_model.load_processor(models[side], f"--vocab_file {path}")
-    else:
-        options = sentencepiece_model.SentencePieceOptions(
-            vocab_size=flags.vocab_size,
-            model_type=flags.model_type,
-            character_coverage=flags.character_coverage,
+    with usage_errors(ValueError):
+        read_pairs = translation_pairs.ReadTranslationPairs(
+            input_format=flags.input_format,
+            source_file=flags.source_file,
+            target_file=flags.target_file,
+            input_file=flags.input_file,
+            source_field=flags.source_field,
+            target_field=flags.target_field,
+            check_line_counts=flags.check_line_counts,
         )
+        if flags.vocab_file:
+            paths = flags.vocab_file * 2 if flags.shared_vocab else flags.vocab_file
+            model_files = dict(zip(SIDES, paths))
+            models = {}
+            for side, path in model_files.items():
+                models[side] = job.read_file(path)
+                sentencepiece_model.load_processor(models[side], f"--vocab_file {path}")
+        else:
+            options = sentencepiece_model.SentencePieceOptions(
+                vocab_size=flags.vocab_size,
+                model_type=flags.model_type,
+                character_coverage=flags.character_coverage,
+            )
     parameters = {
         **vars(flags),
         # The learning flags do not apply to given models.

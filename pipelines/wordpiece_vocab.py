@@ -24,7 +24,8 @@ Writes two files, through Beam's filesystems (so gs:// and the like work):
   the words counted (occurrences) and unique words, the size written, and
   `unk_share`, the share of the corpus's word pieces that become [UNK] with
   the learned vocabulary. `main` returns the same dict, and raises a
-  ValueError after writing both files if the input holds no word at all.
+  `tfnlp.command_line.UsageError` (a ValueError) after writing both files
+  if the input holds no word at all.
 
 `--lower_case` is an absl-style boolean (`--lower_case`, `--lower_case=false`,
 `--nolower_case`), like the other jobs' flags; the earlier `--no-lower_case`
@@ -73,7 +74,7 @@ from tensorflow_text.tools.wordpiece_vocab import (
 )
 
 from pipelines import job, text_input
-from tfnlp.command_line import add_boolean_flag
+from tfnlp.command_line import ArgumentParser, UsageError, add_boolean_flag, check_output_file
 from tfnlp.text import normalization
 from tfnlp.text.vocabulary import SPECIAL_TOKENS
 
@@ -159,7 +160,7 @@ def parse_arguments(argv=None):
     Raises:
         SystemExit: a flag is missing or invalid (argparse's usage error).
     """
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="python -m pipelines.wordpiece_vocab",
         description="Learns a BERT WordPiece vocabulary from raw text with Beam.",
         # Unknown options go to Beam whole, never taken as abbreviations.
@@ -753,12 +754,14 @@ def main(argv=None):
     Raises:
         FileNotFoundError: an input glob matches no file (before the
             pipeline starts).
-        ValueError: the input holds no word (for example only empty files,
-            or text read with --input_format=jsonl); the vocabulary, with
-            only the reserved tokens, and the stats are written first.
+        UsageError: `--output_file` cannot be written (before the pipeline
+            starts); or the input holds no word (for example only empty
+            files, or text read with --input_format=jsonl): the vocabulary,
+            with only the reserved tokens, and the stats are written first.
         RuntimeError: the pipeline did not finish successfully.
     """
     flags, beam_arguments = parse_arguments(argv)
+    check_output_file("--output_file", flags.output_file)
     options = VocabularyOptions(
         vocab_size=flags.vocab_size,
         lower_case=flags.lower_case,
@@ -784,7 +787,7 @@ def main(argv=None):
     )
     if stats["words_counted"] == 0:
         accounting = stats["input"]
-        raise ValueError(
+        raise UsageError(
             f"The input holds no word: {accounting['lines_read']} lines read, "
             f"{accounting['lines_used']} used, skipped: "
             f"{accounting['lines_skipped']} (see {stats_file}). "
