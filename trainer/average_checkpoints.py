@@ -21,7 +21,6 @@ The checkpoints are those that `model_dir/checkpoint` lists (the ones the
 trainer kept: `--keep_checkpoints`), newest last.
 """
 
-import argparse
 import logging
 import os
 
@@ -29,6 +28,13 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
+from tfnlp.command_line import (
+    ArgumentParser,
+    check_input_directory,
+    check_output_file,
+    run_main,
+    usage_errors,
+)
 from trainer.runtime import configure_logging
 
 LOGGER = logging.getLogger("trainer.average_checkpoints")
@@ -137,7 +143,8 @@ def object_keys(reader, child):
 
 
 def parse_flags(argv=None):
-    parser = argparse.ArgumentParser(
+    """Parses and checks the flags; exits with a usage message on errors."""
+    parser = ArgumentParser(
         prog="python -m trainer.average_checkpoints",
         description="Averages the model weights of the last N checkpoints of a run.",
         allow_abbrev=False,
@@ -156,7 +163,11 @@ def parse_flags(argv=None):
 def main(argv=None):
     configure_logging()
     flags = parse_flags(argv)
-    paths = checkpoint_paths(flags.model_dir, flags.num_checkpoints)
+    check_input_directory("--model_dir", flags.model_dir, "the model_dir of a training run")
+    if flags.output:
+        check_output_file("--output", flags.output)
+    with usage_errors(ValueError):  # More checkpoints asked for than kept.
+        paths = checkpoint_paths(flags.model_dir, flags.num_checkpoints)
     output = flags.output or os.path.join(
         flags.model_dir, "averaged", os.path.basename(paths[-1]))
     average_checkpoints(paths, output)
@@ -165,4 +176,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

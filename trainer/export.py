@@ -29,13 +29,19 @@ The trainers' `--export_dir` flags call `export_trained_model` below at
 the end of training.
 """
 
-import argparse
 import logging
 import os
 
 import tensorflow as tf
 
-from tfnlp.command_line import add_boolean_flag
+from tfnlp.command_line import (
+    ArgumentParser,
+    add_boolean_flag,
+    check_input_directory,
+    check_input_file,
+    check_output_directory,
+    run_main,
+)
 from tfnlp.export import BertTextPreprocessor, export_saved_model
 from tfnlp.export.bert_signatures import POOLINGS
 from tfnlp.models import (
@@ -47,7 +53,8 @@ from tfnlp.models.bert import huggingface
 from tfnlp.text import BertTokenizer
 from trainer import run_files, runtime
 from trainer.bert_models import check_inputs_fit, huggingface_model, load_run_model
-from trainer.translate_flags import add_decoding_flags
+from trainer.run_flags import check_counts
+from trainer.translate_flags import add_decoding_flags, check_decoding_flags
 from trainer.translation_models import (
     DECODING_SETTINGS,
     export_translation_model,
@@ -160,7 +167,8 @@ def load_trained_model(model_dir, checkpoint=""):
 
 
 def export_parser():
-    parser = argparse.ArgumentParser(
+    """The `argparse` parser of the export flags."""
+    parser = ArgumentParser(
         prog="python -m trainer.export",
         description="Exports a trained model to EXPORT_DIR/<version>/ for TensorFlow Serving.",
         allow_abbrev=False,
@@ -197,6 +205,33 @@ def export_parser():
     add_decoding_flags(parser.add_argument_group("translation (default: as the run recorded)"),
                        recorded=True)
     return parser
+
+
+def parse_flags(argv=None):
+    """Parses and checks the flags; exits with a usage message on errors."""
+    parser = export_parser()
+    flags = parser.parse_args(argv)
+    given = [name for name in ("max_seq_length", "top_k", "max_masks", "max_answer_length")
+             if getattr(flags, name) is not None]
+    check_counts(parser, flags, positive=given)
+    check_decoding_flags(parser, flags)
+    return flags
+
+
+def check_paths(flags):
+    """Checks the files and directories that the flags name, before loading
+    the model.
+
+    Raises:
+        UsageError: `--model_dir` or `--vocab_file` cannot be read, or
+            `--export_dir` cannot be written.
+    """
+    check_input_directory("--model_dir", flags.model_dir,
+                          "the model_dir of a trainer run or a Hugging Face BERT directory")
+    if flags.vocab_file:
+        check_input_file("--vocab_file", flags.vocab_file,
+                         "the vocabulary the model was trained with")
+    check_output_directory("--export_dir", flags.export_dir)
 
 
 def _first(*values):
@@ -256,11 +291,12 @@ def export_translation_run(flags, record):
 
 def main(argv=None):
     runtime.configure_logging()
-    flags = export_parser().parse_args(argv)
+    flags = parse_flags(argv)
+    check_paths(flags)
     path = run(flags)
     print(path)
     return path
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

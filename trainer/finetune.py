@@ -88,12 +88,13 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tfnlp.command_line import run_main
 from tfnlp.text.bert_tokenizer import BertTokenizer
 from trainer import finetune_data, optimization, run_files, runtime
 from trainer.bert_models import build_model, check_inputs_fit, encoder_from_source
 from trainer.checkpoints import Checkpoints
 from trainer.export import export_trained_model
-from trainer.finetune_flags import parse_flags, split_labels
+from trainer.finetune_flags import check_paths, parse_flags, split_labels
 
 LOGGER = logging.getLogger("trainer.finetune")
 
@@ -452,8 +453,10 @@ def run(flags):
 
 def main(argv=None):
     runtime.configure_logging()
-    return run(parse_flags(argv))
+    flags = parse_flags(argv)
+    check_paths(flags)
+    return run(flags)
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

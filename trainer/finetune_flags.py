@@ -1,19 +1,26 @@
 """The command line of `python -m trainer.finetune`."""
 
-import argparse
+import os
 
-from tfnlp.command_line import add_boolean_flag
+from tfnlp.command_line import (
+    ArgumentParser,
+    UsageError,
+    add_boolean_flag,
+    check_input_file,
+    check_output_directory,
+)
 from trainer import finetune_data
 from trainer.optimization import OPTIMIZERS
-from trainer.run_flags import add_distribution_flags
+from trainer.run_flags import add_distribution_flags, check_config_flag
 
 
 def finetuning_parser():
     """The `argparse` parser of the fine-tuning flags."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="python -m trainer.finetune",
         description="Fine-tunes BERT for classification, token classification or spans.",
         allow_abbrev=False,
+        conflict_handler="resolve",  # Its --verbose is also Keras' verbosity.
     )
     parser.add_argument("--task", choices=finetune_data.TASKS, required=True)
 
@@ -82,8 +89,10 @@ def finetuning_parser():
                          help="Steps between TensorBoard training scalars.")
     outputs.add_argument("--export_dir", default="",
                          help="Write the fine-tuned model as a SavedModel here.")
-    outputs.add_argument("--verbose", type=int, choices=(0, 1, 2), default=2,
-                         help="Keras fit verbosity (2: a line per epoch).")
+    outputs.add_argument("--verbose", type=int, choices=(0, 1, 2), nargs="?", const=2,
+                         default=2,
+                         help="Keras fit verbosity (2: a line per epoch). A bare --verbose "
+                              "also prints the traceback of an error.")
     return parser
 
 
@@ -124,3 +133,30 @@ def split_labels(text):
     if len(set(labels)) != len(labels):
         raise ValueError(f"--labels={text!r} names a label twice.")
     return labels
+
+
+def check_paths(flags):
+    """Checks the files and directories that the flags name, before training.
+
+    Raises:
+        UsageError: an input file cannot be read, `--init_checkpoint` does
+            not exist, or an output directory cannot be written.
+    """
+    data = "a CSV, TSV or JSONL file of the --task"
+    check_input_file("--train_data", flags.train_data, data)
+    if flags.eval_data:
+        check_input_file("--eval_data", flags.eval_data, data)
+    check_input_file("--vocab_file", flags.vocab_file,
+                     "the WordPiece vocabulary of the encoder, one token a line")
+    if flags.config and not flags.init_checkpoint:
+        check_config_flag(flags.config)
+    checkpoint = flags.init_checkpoint
+    if (checkpoint and "://" not in checkpoint and not os.path.exists(checkpoint)
+            and not os.path.exists(checkpoint + ".index")):
+        raise UsageError(
+            f"--init_checkpoint={checkpoint} does not exist; expected a pretraining "
+            "model_dir, a checkpoint prefix (DIR/ckpt-N) or a Hugging Face BERT "
+            "directory. Check the path.")
+    check_output_directory("--model_dir", flags.model_dir)
+    if flags.export_dir:
+        check_output_directory("--export_dir", flags.export_dir)

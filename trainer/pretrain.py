@@ -42,12 +42,13 @@ import os
 
 import tensorflow as tf
 
+from tfnlp.command_line import run_main
 from tfnlp.data import pretraining_dataset
 from tfnlp.models import BertEncoder
 from trainer import optimization, runtime, summaries
 from trainer.bert_models import build_model, config_from_name
 from trainer.export import export_trained_model
-from trainer.pretrain_flags import parse_flags
+from trainer.pretrain_flags import check_paths, parse_flags
 from trainer.tasks import BertPretrainingTask
 from trainer.training_loop import LoopSchedule, TrainingLoop, evaluate, train
 
@@ -242,8 +243,10 @@ def _build(model, optimizer, flags):
 
 def main(argv=None):
     runtime.configure_logging()
-    return run(parse_flags(argv))
+    flags = parse_flags(argv)
+    check_paths(flags)
+    return run(flags)
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -1,15 +1,24 @@
 """The command line of `python -m trainer.pretrain`."""
 
-import argparse
-
-from tfnlp.command_line import add_boolean_flag
+from tfnlp.command_line import (
+    ArgumentParser,
+    add_boolean_flag,
+    check_input_file,
+    check_output_directory,
+)
 from trainer.optimization import OPTIMIZERS
-from trainer.run_flags import add_distribution_flags, add_stop_time_flag, check_counts
+from trainer.run_flags import (
+    add_distribution_flags,
+    add_stop_time_flag,
+    check_config_flag,
+    check_counts,
+    check_tfrecord_flag,
+)
 
 
 def pretraining_parser():
     """The `argparse` parser of the pretraining flags."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="python -m trainer.pretrain",
         description="BERT masked-LM and next-sentence pretraining on tf.distribute.",
         allow_abbrev=False,
@@ -98,3 +107,22 @@ def parse_flags(argv=None):
     if flags.learning_rate <= 0:
         parser.error(f"--learning_rate must be positive, got {flags.learning_rate}.")
     return flags
+
+
+def check_paths(flags):
+    """Checks the files and directories that the flags name, before training.
+
+    Raises:
+        UsageError: a data flag matches no TFRecord file, an input file
+            cannot be read, or an output directory cannot be written.
+    """
+    check_tfrecord_flag("--train_data", flags.train_data, "pipelines.pretraining_data")
+    if flags.eval_data:
+        check_tfrecord_flag("--eval_data", flags.eval_data, "pipelines.pretraining_data")
+    if flags.vocab_file:
+        check_input_file("--vocab_file", flags.vocab_file,
+                         "the WordPiece vocabulary of the data, one token a line")
+    check_config_flag(flags.config)
+    check_output_directory("--model_dir", flags.model_dir)
+    if flags.export_dir:
+        check_output_directory("--export_dir", flags.export_dir)

@@ -1,7 +1,12 @@
 """The command-line flags every trainer shares: the strategy, precision and
-XLA flags, the wall-clock budget, and the positivity checks of step counts."""
+XLA flags, the wall-clock budget, the positivity checks of step counts, and
+the check of the TFRecord shards a data flag names."""
 
-from tfnlp.command_line import add_boolean_flag
+import tensorflow as tf
+
+from tfnlp.command_line import UsageError, add_boolean_flag, check_input_file
+from tfnlp.data import tfrecord_files
+from tfnlp.models import BertConfig
 from trainer.distribution import STRATEGIES
 from trainer.runtime import MIXED_PRECISION
 
@@ -35,3 +40,51 @@ def check_counts(parser, flags, positive=(), non_negative=()):
     for name in non_negative:
         if getattr(flags, name) < 0:
             parser.error(f"--{name} must not be negative, got {getattr(flags, name)}.")
+
+
+def check_config_flag(config, presets=None, file_description="a BertConfig JSON file"):
+    """Raises `UsageError` unless `--config` is a preset or a file that can
+    be read.
+
+    Args:
+        config: the flag's value.
+        presets: the preset names; default: the BertConfig presets.
+        file_description: what the file holds, for the message.
+    """
+    presets = BertConfig.preset_names() if presets is None else presets
+    if config not in presets:
+        check_input_file("--config", config,
+                         f"a preset ({', '.join(presets)}) or {file_description}")
+
+
+def check_tfrecord_flag(flag, patterns, writer):
+    """Checks, before training, the shards that a data flag names.
+
+    Reads the first record of the first file (a cheap check that a text
+    file was not given instead); a file that is empty is not checked.
+
+    Args:
+        flag: the flag, e.g. "--train_data".
+        patterns: its value, comma-separated globs.
+        writer: the module that writes such shards, for the message
+            ("pipelines.pretraining_data").
+
+    Raises:
+        UsageError: the globs match no file, or the first file is not a
+            TFRecord file.
+    """
+    files = sorted({path for pattern in patterns.split(",") if pattern
+                    for path in tf.io.gfile.glob(pattern)})
+    expected = f"comma-separated globs of the TFRecord shards of `python -m {writer}`"
+    if not files:
+        raise UsageError(f"{flag}={patterns} matches no file; expected {expected}. "
+                         "Check the path and the glob.")
+    first = files[0]
+    if tf.io.gfile.isdir(first):
+        raise UsageError(f"{flag}={patterns} matches the directory {first}; expected "
+                         f"{expected}. Glob the files in it, e.g. {first}/*.")
+    try:
+        tfrecord_files.first_record([first], tfrecord_files.file_compressions([first], "auto"))
+    except tf.errors.DataLossError as error:
+        raise UsageError(f"{flag}: {first} is not a TFRecord file (its first record is "
+                         f"corrupt); expected {expected}. Check the glob.") from error

@@ -44,6 +44,7 @@ import os
 
 import tensorflow as tf
 
+from tfnlp.command_line import run_main
 from tfnlp.data import count_long_pairs, translation_dataset
 from tfnlp.data.translation_schema import INPUTS
 from tfnlp.text import SentencePieceTokenizer
@@ -51,7 +52,7 @@ from trainer import optimization, runtime, summaries
 from trainer.run_files import CONFIG_FILE, read_json, write_json, write_serving_record
 from trainer.tasks.translation import TranslationTask
 from trainer.training_loop import LoopSchedule, TrainingLoop, evaluate, train
-from trainer.translate_flags import parse_flags
+from trainer.translate_flags import check_paths, parse_flags
 from trainer.translation_eval import TranslationEvaluator, Translator
 from trainer.translation_models import (
     build_translation_model,
@@ -261,8 +262,10 @@ def run(flags):
 
 def main(argv=None):
     runtime.configure_logging()
-    return run(parse_flags(argv))
+    flags = parse_flags(argv)
+    check_paths(flags)
+    return run(flags)
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

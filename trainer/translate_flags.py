@@ -1,11 +1,20 @@
 """The command line of `python -m trainer.translate`."""
 
-import argparse
-
-from tfnlp.command_line import add_boolean_flag
+from tfnlp.command_line import (
+    ArgumentParser,
+    add_boolean_flag,
+    check_input_file,
+    check_output_directory,
+)
 from tfnlp.models.seq2seq import ATTENTIONS, PRESETS, RNN_PRESETS
 from trainer.optimization import OPTIMIZERS, SCHEDULES
-from trainer.run_flags import add_distribution_flags, add_stop_time_flag, check_counts
+from trainer.run_flags import (
+    add_distribution_flags,
+    add_stop_time_flag,
+    check_config_flag,
+    check_counts,
+    check_tfrecord_flag,
+)
 
 LENGTH_PENALTIES = ("gnmt", "average", "none")
 MODELS = ("transformer", "rnn")
@@ -32,9 +41,19 @@ def add_decoding_flags(group, recorded=False):
     group.add_argument("--max_length_b", type=int, default=defaults["max_length_b"])
 
 
+def check_decoding_flags(parser, flags):
+    """Exits through `parser.error` unless `--beam_size` is at least 1 and
+    `--max_length_a` and `--max_length_b` are not negative (those given: None
+    is "as the run recorded")."""
+    given = [name for name in ("beam_size", "max_length_a", "max_length_b")
+             if getattr(flags, name) is not None]
+    check_counts(parser, flags, positive=[name for name in given if name == "beam_size"],
+                 non_negative=[name for name in given if name != "beam_size"])
+
+
 def translation_parser():
     """The `argparse` parser of the translation trainer's flags."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="python -m trainer.translate",
         description="Trains a translation model (the Transformer, or the LSTM encoder-decoder "
                     "with --model=rnn) on tf.distribute.",
@@ -127,11 +146,12 @@ def parse_flags(argv=None):
     flags = parser.parse_args(argv)
     check_counts(
         parser, flags,
-        positive=("train_steps", "max_tokens_per_batch", "max_length", "beam_size",
+        positive=("train_steps", "max_tokens_per_batch", "max_length",
                   "gradient_accumulation_steps", "keep_checkpoints", "log_every_steps"),
         non_negative=("warmup_steps", "checkpoint_every_steps", "eval_every_steps",
-                      "sample_sentences", "max_length_b", "stop_time_hours"),
+                      "sample_sentences", "stop_time_hours"),
     )
+    check_decoding_flags(parser, flags)
     if flags.learning_rate <= 0:
         parser.error(f"--learning_rate must be positive, got {flags.learning_rate}.")
     if not 0 <= flags.label_smoothing < 1:
@@ -147,3 +167,23 @@ def parse_flags(argv=None):
             f"--max_length ({flags.max_length}), so that the longest pair fits a batch."
         )
     return flags
+
+
+def check_paths(flags):
+    """Checks the files and directories that the flags name, before training.
+
+    Raises:
+        UsageError: a data flag matches no TFRecord file, an input file
+            cannot be read, or an output directory cannot be written.
+    """
+    check_tfrecord_flag("--train_data", flags.train_data, "pipelines.translation_data")
+    if flags.eval_data:
+        check_tfrecord_flag("--eval_data", flags.eval_data, "pipelines.translation_data")
+    if flags.vocab_file:
+        check_input_file("--vocab_file", flags.vocab_file,
+                         "the SentencePiece model (.model) of the data")
+    check_config_flag(flags.config, sorted(RNN_PRESETS if flags.model == "rnn" else PRESETS),
+                      f"a JSON file of the {flags.model} model's sizes")
+    check_output_directory("--model_dir", flags.model_dir)
+    if flags.export_dir:
+        check_output_directory("--export_dir", flags.export_dir)

@@ -15,7 +15,6 @@ Lines are translated in batches of `--batch_size`, sorted by length so
 that a batch holds sentences of similar length.
 """
 
-import argparse
 import logging
 import os
 import sys
@@ -23,9 +22,16 @@ import sys
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the SentencePiece ops of exports)
 
+from tfnlp.command_line import (
+    ArgumentParser,
+    check_input_directory,
+    check_input_file,
+    check_output_file,
+    run_main,
+)
 from tfnlp.export.versions import latest_version, version_dir
 from trainer import run_files, runtime
-from trainer.translate_flags import add_decoding_flags
+from trainer.translate_flags import add_decoding_flags, check_decoding_flags
 from trainer.translation_models import (
     DECODING_SETTINGS,
     load_translation_model,
@@ -36,7 +42,8 @@ LOGGER = logging.getLogger("trainer.translate_text")
 
 
 def parse_flags(argv=None):
-    parser = argparse.ArgumentParser(
+    """Parses and checks the flags; exits with a usage message on errors."""
+    parser = ArgumentParser(
         prog="python -m trainer.translate_text",
         description="Translates a text file, one sentence per line.",
         allow_abbrev=False,
@@ -57,7 +64,29 @@ def parse_flags(argv=None):
     flags = parser.parse_args(argv)
     if flags.batch_size < 1:
         parser.error(f"--batch_size must be at least 1, got {flags.batch_size}.")
+    check_decoding_flags(parser, flags)
     return flags
+
+
+def check_paths(flags):
+    """Checks the model, the input and the output that the flags name,
+    before loading the model.
+
+    Raises:
+        UsageError: the model or the input cannot be read, or the output
+            cannot be written.
+    """
+    if flags.model_dir:
+        check_input_directory("--model_dir", flags.model_dir,
+                              "the model_dir of a `python -m trainer.translate` run")
+    else:
+        check_input_directory("--export_dir", flags.export_dir,
+                              "a translation SavedModel (the --export_dir of "
+                              "trainer.translate or trainer.export)")
+    if flags.input_file != "-":
+        check_input_file("--input_file", flags.input_file, "a text file, one sentence a line")
+    if flags.output_file != "-":
+        check_output_file("--output_file", flags.output_file)
 
 
 def model_translator(model_dir, checkpoint="", **decoding):
@@ -104,6 +133,7 @@ def translate_lines(lines, translate, batch_size):
 def main(argv=None):
     runtime.configure_logging()
     flags = parse_flags(argv)
+    check_paths(flags)
     if flags.model_dir:
         translate = model_translator(
             flags.model_dir, flags.checkpoint,
@@ -127,4 +157,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)
