@@ -13,6 +13,7 @@ import pytest
 
 from tests.conftest import REPOSITORY
 from tests.serve.client import call
+from tfnlp.command_line import UsageError
 from tfnlp.serve.__main__ import main
 
 SERVING_LINE = re.compile(r"Serving model (\S+) versions (\[[\d, ]*\]) at http://127\.0\.0\.1:(\d+)")
@@ -55,7 +56,7 @@ def test_server_subprocess_serves_and_logs_each_request(toy_export_dir):
 
 
 def test_startup_errors_exit_with_what_was_expected(tmp_path, capsys):
-    with pytest.raises(SystemExit, match=r"No model versions.*EXPORT_DIR/<version>/saved_model\.pb"):
+    with pytest.raises(UsageError, match=r"No model versions.*EXPORT_DIR/<version>/saved_model\.pb"):
         main([f"--model_dir={tmp_path}"])
     with pytest.raises(SystemExit):
         main([f"--model_dir={tmp_path}", "--max_batch_size=0"])

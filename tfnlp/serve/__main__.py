@@ -8,19 +8,19 @@ Example:
         http://127.0.0.1:8501/v1/models/classifier:predict
 """
 
-import argparse
 import logging
 import os
 import signal
 import sys
 
+from tfnlp.command_line import ArgumentParser, UsageError, check_input_directory, run_main
 from tfnlp.serve.http_server import ModelServer, logger
 from tfnlp.serve.model_store import ModelLoadError, ModelStore
 
 
 def parse_flags(argv=None):
     """Parses the command line (`sys.argv[1:]` by default)."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="python -m tfnlp.serve",
         description="Serves every version of a SavedModel export directory "
                     "over TensorFlow Serving's REST API.",
@@ -42,6 +42,8 @@ def parse_flags(argv=None):
     parser.add_argument("--max_string_bytes", type=int, default=2**16,
                         help="Longest string input accepted, in bytes.")
     flags = parser.parse_args(argv)
+    if not 0 <= flags.port <= 65535:
+        parser.error(f"--port must be between 0 (any free port) and 65535, not {flags.port}.")
     for name in ("max_batch_size", "max_body_bytes", "max_string_bytes"):
         if getattr(flags, name) < 1:
             parser.error(f"--{name} must be at least 1, not {getattr(flags, name)}.")
@@ -58,10 +60,12 @@ def main(argv=None):
     """Loads the model, then serves until interrupted (Ctrl-C or SIGTERM).
 
     Raises:
-        SystemExit: with a message saying what to fix, when the model cannot
+        UsageError: with a message saying what to fix, when the model cannot
             be loaded or the port cannot be bound.
     """
     flags = parse_flags(argv)
+    check_input_directory("--model_dir", flags.model_dir,
+                          "an export directory holding <version>/saved_model.pb")
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -69,7 +73,7 @@ def main(argv=None):
     try:
         model_store = ModelStore(flags.model_dir, flags.model_name)
     except ModelLoadError as error:
-        raise SystemExit(f"tfnlp.serve: {error}") from None
+        raise UsageError(f"--model_dir={flags.model_dir}: {error}") from error
     try:
         server = ModelServer(
             model_store, host=flags.host, port=flags.port,
@@ -79,10 +83,10 @@ def main(argv=None):
             max_string_bytes=flags.max_string_bytes,
         )
     except OSError as error:
-        raise SystemExit(
-            f"tfnlp.serve: cannot listen on {flags.host}:{flags.port} ({error}). "
+        raise UsageError(
+            f"cannot listen on {flags.host}:{flags.port} ({error}). "
             "Pick another --port (0 picks a free one) or --host."
-        ) from None
+        ) from error
     logger.info("Serving model %s versions %s at %s",
                 model_store.name, model_store.versions, server.url)
     signal.signal(signal.SIGTERM, _interrupt)  # Stop cleanly, as on Ctrl-C.
@@ -95,7 +99,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)
     # The server has stopped cleanly. Leave without the interpreter's final
     # teardown: TensorFlow's and tensorflow-text's resources (the
     # SentencePiece model of a translation export) can abort in their

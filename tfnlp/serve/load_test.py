@@ -14,13 +14,14 @@ unless its answer passes `check`). The run stops after `requests` requests
 or `timeout_seconds`, whichever comes first.
 """
 
-import argparse
 import http.client
 import json
 import math
 import threading
 import time
 import urllib.parse
+
+from tfnlp.command_line import ArgumentParser, run_main
 
 
 class _Results:
@@ -140,10 +141,10 @@ def run_load_test(url, body=None, requests=2000, concurrency=16, timeout_seconds
     }
 
 
-def main(argv=None):
-    """Runs a load test from the command line and prints its JSON line."""
-    parser = argparse.ArgumentParser(prog="python -m tfnlp.serve.load_test",
-                                     description=__doc__.splitlines()[0])
+def parse_flags(argv=None):
+    """Parses and checks the flags; exits with a usage message on errors."""
+    parser = ArgumentParser(prog="python -m tfnlp.serve.load_test",
+                            description=__doc__.splitlines()[0])
     parser.add_argument("--url", required=True, help="URL to send the requests to.")
     parser.add_argument("--requests", type=int, default=2000, help="Requests in all.")
     parser.add_argument("--concurrency", type=int, default=16,
@@ -152,9 +153,30 @@ def main(argv=None):
     parser.add_argument("--timeout_seconds", type=float, default=300.0,
                         help="Stop after this long even if requests are left.")
     flags = parser.parse_args(argv)
+    url = urllib.parse.urlsplit(flags.url)
+    if url.scheme != "http" or not url.hostname:
+        parser.error(f"--url={flags.url} is not an http URL; expected one such as "
+                     "http://127.0.0.1:8501/v1/models/NAME:predict.")
+    for name in ("requests", "concurrency"):
+        if getattr(flags, name) < 1:
+            parser.error(f"--{name} must be at least 1, not {getattr(flags, name)}.")
+    if flags.timeout_seconds <= 0:
+        parser.error(f"--timeout_seconds must be positive, not {flags.timeout_seconds}.")
+    if flags.body is not None:
+        try:
+            json.loads(flags.body)
+        except ValueError as error:
+            parser.error(f"--body is not JSON ({error}); expected a request body such as "
+                         '\'{"instances": ["some text"]}\'.')
+    return flags
+
+
+def main(argv=None):
+    """Runs a load test from the command line and prints its JSON line."""
+    flags = parse_flags(argv)
     print(json.dumps(run_load_test(flags.url, flags.body, flags.requests,
                                    flags.concurrency, flags.timeout_seconds)))
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)
