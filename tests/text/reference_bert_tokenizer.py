@@ -10,6 +10,10 @@ text, line by line, and require identical token ids.
 Every rule below is deliberate, including the odd ones, because the goal is
 byte-for-byte identical ids to the original:
 
+* the vocabulary is read as ``tf.gfile`` reads it (lines end at "\\n", every
+  "\\r" is dropped), each line stripped; a token listed twice has the id of
+  its later line, and a token with whitespace inside is never produced
+  (WordPiece only looks up pieces of whitespace-split words);
 * text cleaning drops NUL, U+FFFD and "Cc"/"Cf" characters (tab, newline and
   carriage return excepted) without inserting a space, so ``"a\\x00b"`` is the
   single word ``"ab"``; every whitespace character becomes one space;
@@ -65,11 +69,20 @@ def to_text(text_or_bytes):
 
 
 def load_vocabulary(path):
-    """Maps each line of a vocabulary file (stripped) to its line index."""
+    """Maps each token of a vocabulary file to its line index.
+
+    As the original's ``load_vocab``, which reads through ``tf.gfile``: a
+    line ends at "\\n" and loses every "\\r" (the reading stops at a last
+    line that held nothing else), its bytes are strict UTF-8, it is
+    stripped, and a token on two lines keeps the index of the later one.
+    """
     vocabulary = {}
     with open(path, "rb") as vocabulary_file:
         for index, line in enumerate(vocabulary_file):
-            vocabulary[to_text(line).strip()] = index
+            line = line.replace(b"\r", b"")
+            if not line:
+                break
+            vocabulary[line.decode("utf-8").strip()] = index
     return vocabulary
 
 

@@ -18,12 +18,52 @@ from tfnlp.text.vocabulary import SPECIAL_TOKENS, load_vocabulary
 _REPLACEMENT_CANDIDATES = range(0xE000, 0xF8FF)
 
 
+# Stands in, in the vocabulary given to FastWordpieceTokenizer, for a line
+# whose token the original never produces; a control character, which
+# normalization removes from every text, so it can never match.
+_NEVER_MATCHED = "\x01"
+
+
 def _replacement_character(tokens):
     used = set("".join(tokens))
     for code_point in _REPLACEMENT_CANDIDATES:
         if chr(code_point) not in used:
             return chr(code_point)
     raise ValueError("Every private-use character appears in the vocabulary.")
+
+
+def _wordpiece_vocabulary(tokens):
+    """`tokens` with a unique never-matched stand-in on each line whose
+    token the original never produces, and one more at the end, for
+    FastWordpieceTokenizer.
+
+    FastWordpieceTokenizer refuses a token listed twice, and it matches a
+    token with whitespace inside ("new york") across the words of the text,
+    where the original, which looks up pieces of whitespace-split words,
+    never produces it. So the earlier lines of a token listed twice (the
+    original gives the later line's id) and the tokens with whitespace are
+    replaced by stand-ins, which keep the other lines' ids. The stand-in
+    after the last line (an id never produced) keeps the vocabulary from
+    looking empty to FastWordpieceTokenizer, which skips the tokens that
+    cannot be word pieces (such as "[PAD]" or "a.b") and refuses a
+    vocabulary with nothing else.
+    """
+    last_line = {token: line for line, token in enumerate(tokens)}
+    taken = set(tokens)
+    wordpiece_tokens = list(tokens)
+
+    def stand_in(line):
+        token = f"{_NEVER_MATCHED}{line}"
+        while token in taken:
+            token += _NEVER_MATCHED
+        taken.add(token)
+        return token
+
+    for line, token in enumerate(tokens):
+        if last_line[token] != line or any(c.isspace() for c in token):
+            wordpiece_tokens[line] = stand_in(line)
+    wordpiece_tokens.append(stand_in(len(tokens)))
+    return wordpiece_tokens
 
 
 def tokenize_any_rank(strings, tokenize_rows):
@@ -78,6 +118,20 @@ class BertTokenizer(keras.layers.Layer):
     [UNK]. A literal "[MASK]" in the text is ordinary text. No special tokens
     are added: see `tfnlp.text.pack_inputs` for [CLS]/[SEP] packing.
 
+    The vocabulary file is read as the original reads it (see
+    `tfnlp.text.load_vocabulary`), and hostile vocabularies give the
+    original's ids too: a token listed twice has the id of its later line
+    (special tokens included; the earlier id is never produced), and a token
+    that no word piece can equal (one with whitespace inside, such as
+    "new york", the empty token of a blank line, a lone "##") is never
+    produced. `id_to_token` and `detokenize` give every line its own token.
+
+    The original consults Python's Unicode database, this tokenizer
+    tensorflow-text's; where they differ, so can the ids: a few dozen code
+    points that Python 3.11 leaves unassigned and newer Unicode assigns
+    split or vanish where the original keeps them in their word, and 43
+    capitals new in Unicode 14 are not lower-cased.
+
     Bad input never raises: invalid UTF-8 bytes are dropped (the original
     decodes with `errors="ignore"`), as are NUL and other control
     characters, joining the text around them; an empty or blank string gives
@@ -129,10 +183,10 @@ class BertTokenizer(keras.layers.Layer):
         self.vocab_file = str(vocab_file)
         self.lower_case = lower_case
         self.vocabulary = load_vocabulary(self.vocab_file)
+        # A token listed twice has its later id, as in the original.
+        ids = {token: index for index, token in enumerate(self.vocabulary)}
         self._special_ids = {
-            token: self.vocabulary.index(token)
-            for token in SPECIAL_TOKENS
-            if token in self.vocabulary
+            token: ids[token] for token in SPECIAL_TOKENS if token in ids
         }
         if "[UNK]" not in self._special_ids:
             raise ValueError(
@@ -142,7 +196,7 @@ class BertTokenizer(keras.layers.Layer):
         self.vocabulary_asset = tf.saved_model.Asset(self.vocab_file)
         self._long_word_replacement = _replacement_character(self.vocabulary)
         self._wordpiece = tf_text.FastWordpieceTokenizer(
-            vocab=self.vocabulary,
+            vocab=_wordpiece_vocabulary(self.vocabulary),
             suffix_indicator="##",
             # Words over 200 characters are replaced before WordPiece; 4
             # bytes per character keeps every shorter word.
@@ -150,7 +204,6 @@ class BertTokenizer(keras.layers.Layer):
             token_out_type=tf.int64,
             unknown_token="[UNK]",
             no_pretokenization=False,
-            support_detokenization=True,
         )
         self.built = True
 
@@ -198,11 +251,37 @@ class BertTokenizer(keras.layers.Layer):
     def detokenize(self, ids):
         """Joins the word pieces of `ids` (the last dimension) into text.
 
-        Pieces are separated by spaces and "##" continuations are glued to
-        the piece before, so the text is the normalized one (lower-cased,
-        without accents, punctuation separated), not the original.
+        Pieces are separated by spaces and a "##" continuation (other than
+        a lone "##") is glued to the piece before without its "##", as
+        tensorflow-text's WordPiece detokenizer does, so the text is the
+        normalized one (lower-cased, without accents, punctuation
+        separated), not the original.
+
+        Args:
+            ids: a RaggedTensor or Tensor of ids, of rank 1 or more.
+
+        Returns:
+            A string tensor with one dimension less than `ids`.
         """
-        return self._wordpiece.detokenize(ids)
+        if isinstance(ids, tf.RaggedTensor):
+            position = tf.ragged.range(ids.nested_row_lengths()[-1]).flat_values
+            pieces = self._pieces(ids.flat_values, position)
+            return tf.strings.reduce_join(ids.with_flat_values(pieces), axis=-1)
+        ids = tf.convert_to_tensor(ids)
+        position = tf.broadcast_to(tf.range(tf.shape(ids)[-1]), tf.shape(ids))
+        return tf.strings.reduce_join(self._pieces(ids, position), axis=-1)
+
+    def _pieces(self, ids, position):
+        """The text of each id at `position` in its row, for `detokenize`."""
+        tokens = self.id_to_token(ids)
+        continuation = tf.logical_and(
+            position > 0, tf.strings.regex_full_match(tokens, "(?s)##.+")
+        )
+        return tf.where(
+            continuation,
+            tf.strings.regex_replace(tokens, "^##", "", replace_global=False),
+            tf.where(position > 0, " " + tokens, tokens),
+        )
 
     def id_to_token(self, ids):
         """The vocabulary tokens of `ids` (a tensor of any shape)."""

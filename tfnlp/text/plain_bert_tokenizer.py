@@ -19,6 +19,8 @@ import re
 import sys
 import unicodedata
 
+from tfnlp.text.vocabulary import load_vocabulary
+
 UNKNOWN_TOKEN = "[UNK]"
 CONTINUATION_PREFIX = "##"
 MAX_CHARS_PER_WORD = 200
@@ -70,9 +72,18 @@ class PlainBertTokenizer:
     200 characters, or one it cannot cover, is [UNK]. Special-token strings
     in the text are ordinary text.
 
+    Vocabularies are taken as the original takes them: a token listed twice
+    has the id of its later line (the earlier id is never produced), and a
+    token that no word piece can equal (one with whitespace inside, such as
+    "new york", the empty token of a blank line, a lone "##") is never
+    produced, since WordPiece only looks up pieces of words that were split
+    on whitespace.
+
     Args:
-        vocabulary: a vocabulary file path (one token per line, the id is
-            the line number) or the list of tokens in id order.
+        vocabulary: a vocabulary file path (read with
+            `tfnlp.text.load_vocabulary`, as the original reads it: one
+            token per line, the id is the line number) or the list of tokens
+            in id order.
         lower_case: lower-case and strip accents (uncased vocabularies).
         cache_size: how many distinct words the cache holds before it starts
             over, which bounds its memory (about 200 bytes a word).
@@ -93,8 +104,7 @@ class PlainBertTokenizer:
 
     def __init__(self, vocabulary, lower_case=True, cache_size=500_000):
         if isinstance(vocabulary, (str, bytes)) or hasattr(vocabulary, "__fspath__"):
-            with open(vocabulary, encoding="utf-8") as file:
-                vocabulary = [line.strip() for line in file]
+            vocabulary = load_vocabulary(vocabulary)
         self.vocabulary = list(vocabulary)
         self.lower_case = lower_case
         self.cache_size = cache_size
