@@ -158,12 +158,15 @@ class ThreeTokenizers:
 
 @functools.cache
 def fixed_vocabulary_tokenizers(lower_case, compiled):
-    """The three tokenizers on FIXED_VOCABULARY, built once per process."""
-    directory = tempfile.mkdtemp(prefix="tfnlp-fuzzing-")
-    vocab_file = os.path.join(directory, "vocab.txt")
+    """The three tokenizers on FIXED_VOCABULARY, built once per process
+    (the vocabulary file goes when they do)."""
+    directory = tempfile.TemporaryDirectory(prefix="tfnlp-fuzzing-")
+    vocab_file = os.path.join(directory.name, "vocab.txt")
     with open(vocab_file, "w", encoding="utf-8", newline="\n") as file:
         file.write("".join(token + "\n" for token in FIXED_VOCABULARY))
-    return ThreeTokenizers(vocab_file, lower_case, compiled)
+    tokenizers = ThreeTokenizers(vocab_file, lower_case, compiled)
+    tokenizers.vocabulary_directory = directory
+    return tokenizers
 
 
 def check_fixed_vocabulary(lower_case, batch, compiled):
