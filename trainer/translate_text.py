@@ -29,7 +29,7 @@ from tfnlp.command_line import (
     check_output_file,
     run_main,
 )
-from tfnlp.export.versions import latest_version, version_dir
+from tfnlp.export.versions import version_paths
 from trainer import run_files, runtime
 from trainer.translate_flags import add_decoding_flags, check_decoding_flags
 from trainer.translation_models import (
@@ -106,14 +106,14 @@ def model_translator(model_dir, checkpoint="", **decoding):
 def export_translator(export_dir):
     """A function from a batch of strings to their translations, for an export."""
     if not tf.io.gfile.exists(os.path.join(export_dir, "saved_model.pb")):
-        version = latest_version(export_dir)
-        if version is None:
+        versions = version_paths(export_dir)
+        if not versions:
             raise FileNotFoundError(
                 f"--export_dir={export_dir!r} holds no SavedModel (no saved_model.pb and "
                 "no numbered version directory). Pass the --export_dir of "
                 "trainer.translate or trainer.export."
             )
-        export_dir = version_dir(export_dir, version)
+        export_dir = versions[max(versions)]
     serving = tf.saved_model.load(export_dir).signatures["serving_default"]
     return lambda sentences: serving(inputs=tf.constant(sentences))["translations"].numpy()
 

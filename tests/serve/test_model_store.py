@@ -1,3 +1,6 @@
+import re
+import shutil
+
 import pytest
 
 from tfnlp.serve.model_store import ModelLoadError, ModelStore, ServableNotFoundError
@@ -38,15 +41,36 @@ def test_status_and_metadata_follow_tensorflow_serving(model_store):
         {"version": "1", **available}]}
     metadata = model_store.metadata("toy", 1)
     assert metadata["model_spec"] == {"name": "toy", "signature_name": "", "version": "1"}
-    signature_def = metadata["metadata"]["signature_def"]["signature_def"]["weighted_sum"]
+    # TF Serving writes the SignatureDefMap of the graph: every signature
+    # (the init op's too), tensor names as in the graph, every field.
+    signature_defs = metadata["metadata"]["signature_def"]["signature_def"]
+    assert sorted(signature_defs) == [
+        "__saved_model_init_op", "length", "serving_default", "total_length", "weighted_sum"]
+    signature_def = signature_defs["weighted_sum"]
     assert signature_def["method_name"] == "tensorflow/serving/predict"
+    assert signature_def["defaults"] == {}
     assert signature_def["inputs"]["ids"] == {
         "dtype": "DT_INT32",
         "tensor_shape": {"dim": [{"size": "-1", "name": ""}] * 2, "unknown_rank": False},
-        "name": "ids",
+        "name": "weighted_sum_ids:0",
     }
+    assert re.fullmatch(r"StatefulPartitionedCall(_\d+)?:\d", signature_def["outputs"]["count"]["name"])
     assert signature_def["outputs"]["count"]["dtype"] == "DT_INT64"
     assert signature_def["inputs"]["scale"]["dtype"] == "DT_FLOAT"
+    assert signature_defs["__saved_model_init_op"]["outputs"]["__saved_model_init_op"]["name"] == "NoOp"
+
+
+def test_zero_padded_version_directories_are_their_numbers(tmp_path, toy_export_dir):
+    # TF Serving's own test data has versions such as 00000123.
+    shutil.copytree(toy_export_dir / "1", tmp_path / "toy" / "00000001")
+    shutil.copytree(toy_export_dir / "2", tmp_path / "toy" / "0010")
+    store = ModelStore(tmp_path / "toy")
+    assert store.versions == [1, 10]
+    assert store.get("toy", 10).path == str(tmp_path / "toy" / "0010")
+    assert store.metadata("toy", 1)["model_spec"]["version"] == "1"
+    shutil.copytree(toy_export_dir / "1", tmp_path / "toy" / "1")
+    with pytest.raises(ModelLoadError, match=r"00000001 and .*toy/1 are both version 1"):
+        ModelStore(tmp_path / "toy")
 
 
 def test_model_name_defaults_to_the_directory_name(toy_export_dir):

@@ -6,7 +6,8 @@ SavedModel loader.
   `EXPORT_DIR/<version>/`, with signatures on raw text (tokenized in the
   graph) and on token ids;
 - `BertTextPreprocessor`: text to BERT's packed inputs, in the graph;
-- `list_versions`, `latest_version`, `next_version`, `version_dir`: the
+- `version_paths`, `list_versions`, `latest_version`, `next_version`,
+  `version_dir`: the
   versioned layout TensorFlow Serving watches.
 
 Modules that need TensorFlow load on first use (`tfnlp.lazy_imports`).
@@ -17,6 +18,7 @@ from tfnlp.lazy_imports import lazy_attributes
 __getattr__, __dir__ = lazy_attributes(__name__, {
     "export_saved_model": "saved_model",
     "BertTextPreprocessor": "text_preprocessor",
+    "version_paths": "versions",
     "list_versions": "versions",
     "latest_version": "versions",
     "next_version": "versions",

@@ -19,13 +19,46 @@ def _file_system(path):
     return os.listdir, os.path.exists, os.path.isdir
 
 
-def list_versions(export_dir):
-    """The version numbers under `export_dir` that hold a SavedModel, ascending.
+def version_paths(export_dir):
+    """The versions under `export_dir` that hold a SavedModel: a dict from
+    version number to its directory.
 
-    A version is a subdirectory named by a non-negative integer with a
-    `saved_model.pb` in it; other entries (temporary directories of an
-    export in progress, `labels.json`, ...) are ignored. A missing
-    `export_dir` has no versions.
+    A version is a subdirectory named by a non-negative integer, its number
+    being the name's value (`00000123` is version 123, as in TensorFlow
+    Serving), with a `saved_model.pb` in it; other entries (temporary
+    directories of an export in progress, `labels.json`, ...) are ignored. A
+    missing `export_dir` has no versions.
+
+    Raises:
+        ValueError: two directories name the same version (`1` and `001`).
+
+    Example:
+
+    >>> import tempfile
+    >>> version_paths(tempfile.mkdtemp())
+    {}
+    """
+    listdir, exists, _ = _file_system(export_dir)
+    if not exists(export_dir):
+        return {}
+    paths = {}
+    for name in sorted(name.rstrip("/") for name in listdir(export_dir)):
+        path = os.path.join(export_dir, name)
+        if not (name.isascii() and name.isdigit() and exists(os.path.join(path, "saved_model.pb"))):
+            continue
+        version = int(name)
+        if version in paths:
+            raise ValueError(
+                f"{paths[version]} and {path} are both version {version} of the model "
+                f"in {export_dir}. Remove or renumber one of them."
+            )
+        paths[version] = path
+    return paths
+
+
+def list_versions(export_dir):
+    """The version numbers under `export_dir` that hold a SavedModel,
+    ascending (see `version_paths`).
 
     Example:
 
@@ -33,15 +66,7 @@ def list_versions(export_dir):
     >>> list_versions(tempfile.mkdtemp())
     []
     """
-    listdir, exists, isdir = _file_system(export_dir)
-    if not exists(export_dir):
-        return []
-    versions = []
-    for name in listdir(export_dir):
-        name = name.rstrip("/")
-        if name.isdigit() and exists(os.path.join(export_dir, name, "saved_model.pb")):
-            versions.append(int(name))
-    return sorted(versions)
+    return sorted(version_paths(export_dir))
 
 
 def latest_version(export_dir):
@@ -58,10 +83,11 @@ def next_version(export_dir):
     taken = [0]
     if exists(export_dir):
         taken += [int(name.rstrip("/")) for name in listdir(export_dir)
-                  if name.rstrip("/").isdigit()]
+                  if name.rstrip("/").isascii() and name.rstrip("/").isdigit()]
     return max(taken) + 1
 
 
 def version_dir(export_dir, version):
-    """`EXPORT_DIR/<version>`."""
+    """`EXPORT_DIR/<version>`, where a new export of `version` goes (an
+    existing version may be zero-padded: see `version_paths`)."""
     return os.path.join(export_dir, str(int(version)))

@@ -8,7 +8,10 @@ registered.
 
 Each version exposes its signatures as `Signature` objects that run on numpy
 arrays, and the store answers TensorFlow Serving's model status and metadata
-requests.
+requests; the metadata is the `SignatureDef` map of the SavedModel's
+`serve` graph as TensorFlow Serving writes it (every signature, the
+`__saved_model_init_op` included; tensor names as in the graph, e.g.
+`serving_default_text:0`; `method_name`; `defaults`).
 """
 
 import dataclasses
@@ -16,16 +19,17 @@ import os
 
 import numpy as np
 import tensorflow as tf
-from tensorflow.core.framework import types_pb2
+from google.protobuf import json_format
+from tensorflow.core.protobuf import saved_model_pb2
 
-from tfnlp.export.versions import list_versions, version_dir
+from tfnlp.export.versions import version_paths
 
 try:  # Registers the ops of the text signatures (tokenizers).
     import tensorflow_text  # noqa: F401
 except ImportError:
     pass  # Models without text ops load without it.
 
-PREDICT_METHOD = "tensorflow/serving/predict"
+SERVE_TAG = "serve"
 
 
 class ModelLoadError(Exception):
@@ -49,37 +53,22 @@ class TensorInfo:
         dtype: the `tf.DType` of its values.
         shape: a tuple of sizes with `None` for unknown sizes, or `None`
             when the rank is unknown.
-        tensor_name: the name of the signature's `tf.TensorSpec`.
     """
 
     key: str
     dtype: tf.DType
     shape: tuple | None
-    tensor_name: str
 
     @classmethod
     def from_spec(cls, key, spec):
         """Describes a `tf.TensorSpec` of a signature."""
         shape = None if spec.shape.rank is None else tuple(spec.shape.as_list())
-        return cls(key=key, dtype=tf.as_dtype(spec.dtype), shape=shape,
-                   tensor_name=spec.name or key)
+        return cls(key=key, dtype=tf.as_dtype(spec.dtype), shape=shape)
 
     @property
     def numpy_dtype(self):
         """The numpy dtype of the values; `object` (bytes) for strings."""
         return np.dtype(object) if self.dtype == tf.string else np.dtype(self.dtype.as_numpy_dtype)
-
-    def metadata(self):
-        """TensorFlow Serving's `TensorInfo` JSON for this tensor."""
-        return {
-            "dtype": types_pb2.DataType.Name(self.dtype.as_datatype_enum),
-            "tensor_shape": {
-                "dim": [{"size": str(-1 if size is None else size), "name": ""}
-                        for size in self.shape or ()],
-                "unknown_rank": self.shape is None,
-            },
-            "name": self.tensor_name,
-        }
 
 
 class Signature:
@@ -136,13 +125,22 @@ class Signature:
             ) from error
         return {key: tensor.numpy() for key, tensor in outputs.items()}
 
-    def metadata(self):
-        """TensorFlow Serving's `SignatureDef` JSON for this signature."""
-        return {
-            "inputs": {key: info.metadata() for key, info in self.inputs.items()},
-            "outputs": {key: info.metadata() for key, info in self.outputs.items()},
-            "method_name": PREDICT_METHOD,
-        }
+
+def read_signature_defs(path):
+    """The `SignatureDef` map of the `serve` graph of the SavedModel at
+    `path`, as TensorFlow Serving's metadata JSON writes it (proto field
+    names, every field, 64-bit integers as strings)."""
+    saved_model = saved_model_pb2.SavedModel()
+    with tf.io.gfile.GFile(os.path.join(path, "saved_model.pb"), "rb") as file:
+        saved_model.ParseFromString(file.read())
+    graphs = [graph for graph in saved_model.meta_graphs
+              if SERVE_TAG in graph.meta_info_def.tags] or saved_model.meta_graphs[:1]
+    return {
+        name: json_format.MessageToDict(
+            signature_def, preserving_proto_field_name=True,
+            always_print_fields_with_no_presence=True)
+        for name, signature_def in sorted(graphs[0].signature_def.items())
+    } if graphs else {}
 
 
 class ModelVersion:
@@ -168,6 +166,7 @@ class ModelVersion:
             ) from error
         self.signatures = {name: Signature(name, function)
                            for name, function in sorted(self.loaded.signatures.items())}
+        self.signature_defs = read_signature_defs(path)
         if not self.signatures:
             raise ModelLoadError(
                 f"The SavedModel at {path} has no signatures, so it has nothing "
@@ -192,8 +191,11 @@ class ModelStore:
     def __init__(self, model_dir, model_name=None):
         self.model_dir = str(model_dir)
         self.name = model_name or os.path.basename(os.path.normpath(self.model_dir))
-        numbers = list_versions(self.model_dir)
-        if not numbers and os.path.exists(os.path.join(self.model_dir, "saved_model.pb")):
+        try:
+            paths = version_paths(self.model_dir)
+        except ValueError as error:
+            raise ModelLoadError(str(error)) from None
+        if not paths and os.path.exists(os.path.join(self.model_dir, "saved_model.pb")):
             raise ModelLoadError(
                 f"{self.model_dir} is a single SavedModel, not an export "
                 "directory of versions. Expected TensorFlow Serving's layout "
@@ -201,7 +203,7 @@ class ModelStore:
                 f"subdirectory (e.g. {os.path.join(self.model_dir, '1')}) or "
                 "pass the directory that holds the numbered versions."
             )
-        if not numbers:
+        if not paths:
             raise ModelLoadError(
                 f"No model versions found in {self.model_dir}. Expected TensorFlow "
                 "Serving's layout EXPORT_DIR/<version>/saved_model.pb, e.g. "
@@ -209,8 +211,8 @@ class ModelStore:
                 "export directory that holds the numbered versions, or export a "
                 "model into it first."
             )
-        self._versions = {number: ModelVersion(number, version_dir(self.model_dir, number))
-                          for number in numbers}
+        self._versions = {number: ModelVersion(number, path)
+                          for number, path in sorted(paths.items())}
 
     @property
     def versions(self):
@@ -258,8 +260,6 @@ class ModelStore:
         return {
             "model_spec": {"name": self.name, "signature_name": "",
                            "version": str(model_version.version)},
-            "metadata": {"signature_def": {"signature_def": {
-                name: signature.metadata()
-                for name, signature in model_version.signatures.items()
-            }}},
+            "metadata": {"signature_def": {
+                "signature_def": model_version.signature_defs}},
         }
