@@ -120,6 +120,36 @@ def test_pairs_and_over_long_text_are_packed_and_truncated(server, classifier, v
     assert status == 400 and "50000" in body["error"]
 
 
+def test_the_readme_request_mixes_a_sentence_and_a_pair(server, classifier, vocab_file):
+    # README: {"instances": ["A fine day for a walk.", ["question?", "context"]]}
+    instances = ["A fine day for a walk.", ["question?", "context"], "One more."]
+    status, body = call(server, "POST", PREDICT, {"instances": instances})
+    assert status == 200, body
+    tokenizer = ReferenceBertTokenizer(vocab_file)
+    expected = reference_probabilities(classifier, [
+        reference_inputs(tokenizer, *([instance] if isinstance(instance, str) else instance))
+        for instance in instances])
+    np.testing.assert_allclose([row["probabilities"] for row in body["predictions"]],
+                               expected, atol=1e-6)
+
+
+def test_ids_outside_the_vocabulary_get_400_negative_ones_too(server, vocab_file):
+    vocab_size = len(vocab_file.read_text("utf-8").splitlines())
+    for bad_id, problem in ((-1, "a negative one"), (vocab_size, f"one of {vocab_size} or more"),
+                            (999_999, f"one of {vocab_size} or more")):
+        status, body = call(server, "POST", PREDICT, {
+            "signature_name": "classify_ids", "instances": [{
+                "input_ids": [101, bad_id, 102], "input_mask": [1, 1, 1],
+                "segment_ids": [0, 0, 0]}]})
+        assert status == 400, body
+        assert f"input_ids must hold ids from 0 to {vocab_size - 1}; it has {problem}" in (
+            body["error"])
+    status, body = call(server, "POST", PREDICT, {
+        "signature_name": "classify_ids", "instances": [{
+            "input_ids": [101, 102], "input_mask": [1, 1], "segment_ids": [0, -1]}]})
+    assert status == 400 and "segment_ids must hold ids from 0 to 1" in body["error"]
+
+
 def test_text_requests_are_batched(export_dir):
     signature = ModelStore(str(export_dir)).get("books", None).signatures["serving_default"]
     assert signature.inputs["text"].shape is None  # unknown rank: [batch] or [batch, 2]

@@ -250,7 +250,9 @@ def test_the_alignments_signature_over_rest(server, signatures, sentences):
      r"'source_ids' has a string .* where an integer is expected"),
     ({"signature_name": "translate_ids", "instances": [[5, 10**6, 3]]},
      r"^Signature 'translate_ids' failed on these inputs: InvalidArgumentError: .*"
-     r"1000000 is not in \[0, 400\).* an id outside the vocabulary"),
+     r"source_ids must hold ids from 0 to 399; it has one of 400 or more"),
+    ({"signature_name": "translate_ids", "instances": [[5, -1, 3]]},
+     r"source_ids must hold ids from 0 to 399; it has a negative one"),
     ({"signature_name": "translate", "instances": ["A dog runs."]},
      r"Signature 'translate' not found.*\['serving_default', 'translate_ids', "
      r"'translate_with_alignments'\]"),

@@ -23,6 +23,7 @@ TensorFlow's format.
 
 import tensorflow as tf
 
+from tfnlp.export.id_checks import check_ids
 from tfnlp.models import (
     BertClassifier,
     BertEncoder,
@@ -69,7 +70,11 @@ class BertSignatures(tf.Module):
         """`{name: concrete function}`. Without text signatures (or without a
         preprocessor), `serving_default` is the ids signature."""
 
+        config = getattr(self.model, "encoder", self.model).config
+
         def on_ids(input_ids, input_mask, segment_ids):
+            input_ids = check_ids(input_ids, config.vocab_size, "input_ids")
+            segment_ids = check_ids(segment_ids, config.type_vocab_size, "segment_ids")
             return self.outputs(dict(zip(ENCODER_INPUTS, (input_ids, input_mask, segment_ids))))
 
         functions = {

@@ -23,6 +23,7 @@ installed (TensorFlow Serving).
 import tensorflow as tf
 
 from tfnlp.data.translation_schema import EOS_ID, PAD_ID
+from tfnlp.export.id_checks import check_ids
 from tfnlp.models.seq2seq.generation import DECODER_TOKEN_IDS, ENCODER_TOKEN_IDS, decoder_inputs
 
 TEXT_INPUT = "inputs"
@@ -136,7 +137,8 @@ class TranslationSignatures(tf.Module):
     def signatures(self, text_signatures=True):
         """The concrete functions to save, by signature name."""
         on_ids = tf.function(
-            lambda source_ids: self.translate_ids(source_ids),
+            lambda source_ids: self.translate_ids(
+                check_ids(source_ids, self.model.vocabulary_size, "source_ids")),
             input_signature=[tf.TensorSpec([None, None], tf.int32, name="source_ids")],
         ).get_concrete_function()
         functions = {"translate_ids": on_ids}
