@@ -220,9 +220,10 @@ def direct_cases(encoder, loaded, preprocessor, plain, texts, batch_sizes, seque
             text=string_batches[0]).items()}
 
         def response_json(index, outputs=text_outputs, batch=batch):
-            request = rest_api.PredictRequest(signature=None, inputs={}, row_format=True,
+            rows = np.arange(batch)
+            request = rest_api.PredictRequest(signature=None, parts=[], row_format=True,
                                               batch_size=batch)
-            rest_api.json_bytes(rest_api.format_predict_response(outputs, request))
+            rest_api.json_bytes(rest_api.format_predict_response(request, [(rows, outputs)]))
 
         cases += [
             Case("keras eager", batch, keras_eager),
@@ -259,15 +260,15 @@ def check_equivalence(encoder, loaded, preprocessor, plain, texts, sequence_leng
 
 
 class ServerProcess:
-    """`python -m tfnlp.serve` on an export directory, in a subprocess."""
+    """`python -m tfnlp.serve` on an export directory, in a subprocess, with
+    the extra command-line `flags` given."""
 
-    def __init__(self, model_dir, name, max_batch_size, batch_timeout_micros, log_path):
+    def __init__(self, model_dir, name, log_path, flags=()):
         self.log_path = log_path
         self._log = open(log_path, "w", encoding="utf-8")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tfnlp.serve", f"--model_dir={model_dir}",
-             f"--model_name={name}", "--port=0", f"--max_batch_size={max_batch_size}",
-             f"--batch_timeout_micros={batch_timeout_micros}"],
+             f"--model_name={name}", "--port=0", *flags],
             cwd=REPOSITORY, stdout=self._log, stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 180
@@ -400,9 +401,10 @@ def benchmark_config(name, args, texts, vocab_file, plain):
 
         server_rows, response_bytes = [], {}
         if not args.skip_server:
-            server = ServerProcess(export_dir, f"bert_{name}", args.server_max_batch_size,
-                                   args.server_batch_timeout_micros,
-                                   os.path.join(export_dir, "server.log"))
+            server = ServerProcess(
+                export_dir, f"bert_{name}", os.path.join(export_dir, "server.log"),
+                [f"--max_batch_size={args.server_max_batch_size}",
+                 f"--batch_timeout_micros={args.server_batch_timeout_micros}"])
             try:
                 server_rows, response_bytes = server_results(server, texts, args, args.rounds)
             finally:

@@ -22,7 +22,8 @@ def model_store(toy_export_dir):
 
 @pytest.fixture(scope="session")
 def server(model_store):
-    """A server of the toy model on a free port, with small size limits."""
-    server = start_server(model_store, max_body_bytes=100_000, max_string_bytes=1000)
+    """A server of the toy model on a free port, with small limits."""
+    server = start_server(model_store, max_body_bytes=100_000, max_string_bytes=1000,
+                          max_instances_per_request=50, request_timeout=1.0)
     yield server
     server.shutdown()

@@ -27,6 +27,12 @@ class CountingFunction:
         return outputs
 
 
+def run_once(batcher, queue_key, function, inputs):
+    """The outputs of a request that runs as one batch."""
+    (_, outputs), = batcher.run(queue_key, function, inputs)
+    return outputs
+
+
 def run_concurrently(batcher, function, values):
     """Runs one single-row request per value from its own thread; returns
     each request's outputs or exception, in order."""
@@ -36,7 +42,7 @@ def run_concurrently(batcher, function, values):
     def send(index):
         start.wait()
         try:
-            results[index] = batcher.run("double", function, {"x": np.array([[values[index]]])})
+            results[index] = run_once(batcher, "double", function, {"x": np.array([[values[index]]])})
         except Exception as error:
             results[index] = error
 
@@ -99,7 +105,7 @@ def send_together(batcher, function, inputs_per_request):
 
     def send(index):
         start.wait()
-        results[index] = batcher.run("double", function, inputs_per_request[index])
+        results[index] = run_once(batcher, "double", function, inputs_per_request[index])
 
     threads = [threading.Thread(target=send, args=(index,), daemon=True)
                for index in range(len(inputs_per_request))]
@@ -156,13 +162,22 @@ def test_requests_of_the_same_shape_and_dtype_share_a_queue():
     assert function.batch_sizes == [2]
 
 
-def test_large_requests_run_alone_and_errors_reach_the_caller():
+def test_a_request_over_max_batch_size_runs_in_batches_of_max_batch_size():
     function = CountingFunction()
     batcher = Batcher(max_batch_size=2, batch_timeout_micros=0)
-    assert batcher.run("double", function, {"x": np.arange(3)})["y"].tolist() == [0, 2, 4]
-    assert function.batch_sizes == [3]
+    results = batcher.run("double", function, {"x": np.arange(5)})
+    assert [(rows, outputs["y"].tolist()) for rows, outputs in results] == [
+        (slice(0, 2), [0, 2]), (slice(2, 4), [4, 6]), (slice(4, 5), [8])]
+    assert function.batch_sizes == [2, 2, 1]
+
+
+def test_an_error_in_any_batch_of_a_request_reaches_the_caller():
+    function = CountingFunction()
+    batcher = Batcher(max_batch_size=2, batch_timeout_micros=0)
     with pytest.raises(ValueError, match="non-negative"):
-        batcher.run("double", function, {"x": np.array([-1])})
+        batcher.run("double", function, {"x": np.array([1, 2, -3])})
+    with pytest.raises(ValueError, match="non-negative"):
+        run_once(batcher, "double", function, {"x": np.array([-1])})
 
 
 class RecordingFunction:
@@ -186,7 +201,7 @@ def send_one_after_another(batcher, function, inputs_per_request, gap_seconds=0.
     results = [None] * len(inputs_per_request)
 
     def send(index):
-        results[index] = batcher.run("ordered", function, inputs_per_request[index])
+        results[index] = run_once(batcher, "ordered", function, inputs_per_request[index])
 
     threads = []
     for index in range(len(inputs_per_request)):
@@ -202,7 +217,7 @@ def test_inputs_without_a_common_leading_dimension_run_alone_and_unmerged():
     # have no common one: such requests cannot be split back by rows.
     function = RecordingFunction(lambda inputs: {"y": inputs["a"] * 2})
     batcher = Batcher(max_batch_size=16, batch_timeout_micros=300_000)
-    assert batcher.run("scalar", function, {"a": np.array(4)})["y"].item() == 8
+    assert run_once(batcher, "scalar", function, {"a": np.array(4)})["y"].item() == 8
     uneven = {"a": np.array([1]), "b": np.array([1, 2])}
     results = send_together(batcher, function, [uneven, uneven])
     assert [result["y"].tolist() for result in results] == [[2], [2]]
@@ -223,9 +238,9 @@ def test_a_request_of_max_batch_size_rows_runs_at_once_beside_a_running_batch():
 def test_a_lone_request_is_run_once_even_when_its_output_is_not_by_rows():
     function = CountingFunction(output_rows="scalar")
     batcher = Batcher(max_batch_size=16, batch_timeout_micros=0)
-    assert batcher.run("double", function, {"x": np.array([[5]])})["total"].item() == 5
+    assert run_once(batcher, "double", function, {"x": np.array([[5]])})["total"].item() == 5
     with pytest.raises(ValueError, match="non-negative"):
-        batcher.run("double", function, {"x": np.array([[-5]])})
+        run_once(batcher, "double", function, {"x": np.array([[-5]])})
     assert function.batch_sizes == [1, 1]
 
 

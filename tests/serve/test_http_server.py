@@ -8,10 +8,13 @@ import re
 import threading
 import time
 
+import socket
+
 import pytest
 
 from tests.serve.client import call
 from tests.serve.toy_models import LENGTH_OFFSET
+from tfnlp.serve import rest_api
 from tfnlp.serve.http_server import start_server
 from tfnlp.serve.load_test import run_load_test
 
@@ -124,7 +127,10 @@ def test_bad_requests_get_400_and_the_server_keeps_serving(server, body, message
     ("GET", "/v1/models/toy/versions/9/metadata", 404, r"Version 9 .*\[1, 2\]"),
     ("POST", "/v1/models/toy/versions/9:predict", 404, r"Version 9"),
     ("GET", "/v2/models/toy", 404, r"Unknown path '/v2/models/toy'.*:predict"),
-    ("GET", "/v1/models/toy:classify", 404, r"Unknown path"),
+    ("POST", "/v1/models/toy:classify", 501, r":classify is not supported.*Use :predict"),
+    ("POST", "/v1/models/toy/versions/1:regress", 501, r":regress is not supported"),
+    ("GET", "/v1/models/toy/labels/stable", 404, r"Version labels are not supported.*/versions/N"),
+    ("GET", "/v1/models/toy/versions/00001", 200, None),
     ("GET", PREDICT, 405, r"GET is not allowed.*use POST"),
     ("POST", "/v1/models/toy/metadata", 405, r"POST is not allowed.*use GET"),
     ("DELETE", "/v1/models/toy", 405, r"DELETE is not allowed"),
@@ -134,7 +140,8 @@ def test_unknown_targets_get_404_and_wrong_methods_405(
     body = {"instances": ["a"]} if method == "POST" else None
     status, response = call(server, method, path, body)
     assert status == expected_status
-    assert re.search(message, response["error"], re.DOTALL), response["error"]
+    if message:
+        assert re.search(message, response["error"], re.DOTALL), response["error"]
     assert_still_serving(server)
 
 
@@ -163,14 +170,18 @@ def test_missing_content_length_gets_411(server):
     connection.close()
 
 
-def test_unexpected_errors_get_500_and_the_server_keeps_serving(server, monkeypatch):
+def test_unexpected_errors_get_500_logged_with_their_traceback(server, monkeypatch, caplog):
     def broken_status(model_name, version=None):
         raise RuntimeError("disk on fire")
 
     monkeypatch.setattr(server.model_store, "status", broken_status)
-    status, body = call(server, "GET", "/v1/models/toy")
+    with caplog.at_level(logging.ERROR, logger="tfnlp.serve"):
+        status, body = call(server, "GET", "/v1/models/toy")
     assert status == 500
     assert "RuntimeError: disk on fire" in body["error"]
+    logged, = [record for record in caplog.records if record.levelno == logging.ERROR]
+    assert logged.getMessage() == "Internal error on GET /v1/models/toy"
+    assert "broken_status" in caplog.text  # The traceback.
     monkeypatch.undo()
     assert call(server, "GET", "/v1/models/toy")[0] == 200
     assert_still_serving(server)
@@ -258,3 +269,116 @@ def test_load_test_counts_wrong_answers_as_errors(server):
                            requests=5, concurrency=2, timeout_seconds=60,
                            check=lambda body_index, answer: "always wrong")
     assert (result["requests"], result["errors"], result["first_error"]) == (5, 5, "always wrong")
+
+
+def exchange(server, data, seconds=10, close_sending=False):
+    """Sends raw bytes on a new connection (then closes its sending side,
+    if told); returns the raw answer, read until the server closes the
+    connection or `seconds` pass."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=seconds) as connection:
+        connection.sendall(data)
+        if close_sending:
+            connection.shutdown(socket.SHUT_WR)
+        answer = b""
+        try:
+            while chunk := connection.recv(65536):
+                answer += chunk
+        except TimeoutError:
+            pass
+    return answer
+
+
+def status_and_error(answer):
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status = int(head.split(b" ")[1])
+    return status, json.loads(body)["error"] if body else None
+
+
+@pytest.mark.parametrize("length", ["\u00b2", "\u0661\u0662", "1e3", "-5", "9" * 40])
+def test_a_content_length_that_is_not_ascii_digits_gets_411(server, length):
+    request = (f"POST {PREDICT} HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n"
+               "\r\n").encode("utf-8") + b'{"instances": ["a"]}'
+    status, error = status_and_error(exchange(server, request))
+    assert status == 411
+    assert "ASCII digits" in error
+    assert_still_serving(server)
+
+
+def test_a_body_shorter_than_its_content_length_gets_408_after_the_request_timeout(server):
+    started = time.monotonic()
+    answer = exchange(server, f"POST {PREDICT} HTTP/1.1\r\nContent-Length: 100\r\n\r\n"
+                              '{"instances"'.encode())
+    seconds = time.monotonic() - started
+    status, error = status_and_error(answer)
+    assert status == 408
+    assert "Only 12 of the 100 bytes" in error and "--request_timeout=1 seconds" in error
+    assert b"Connection: close" in answer
+    assert 1 <= seconds < 5
+    assert_still_serving(server)
+
+
+def test_a_body_cut_short_by_the_client_closing_gets_400(server):
+    answer = exchange(server, f"POST {PREDICT} HTTP/1.1\r\nContent-Length: 100\r\n\r\n"
+                              '{"inst'.encode(), close_sending=True)
+    status, error = status_and_error(answer)
+    assert status == 400
+    assert error.startswith("The request body ended after 6 of the 100 bytes")
+
+
+def test_head_answers_as_get_without_a_body_and_options_with_allow(server):
+    answer = exchange(server, b"HEAD /v1/models/toy HTTP/1.1\r\nConnection: close\r\n\r\n")
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 OK")
+    assert body == b""
+    get_status, get_body = call(server, "GET", "/v1/models/toy")
+    assert f"Content-Length: {len(rest_api.json_bytes(get_body))}".encode() in head
+    answer = exchange(server, f"HEAD {PREDICT} HTTP/1.1\r\nConnection: close\r\n\r\n".encode())
+    assert answer.startswith(b"HTTP/1.1 405 ") and b"Allow: POST, OPTIONS" in answer
+    assert answer.endswith(b"\r\n\r\n")
+    for path, allow in ((PREDICT, b"POST, OPTIONS"), ("/v1/models/toy/metadata",
+                                                      b"GET, HEAD, OPTIONS")):
+        answer = exchange(server, f"OPTIONS {path} HTTP/1.1\r\nConnection: close\r\n\r\n"
+                          .encode())
+        assert answer.startswith(b"HTTP/1.1 204 No Content")
+        assert b"Allow: " + allow in answer
+        assert answer.endswith(b"\r\n\r\n")  # No body.
+
+
+@pytest.mark.parametrize("request_line, status", [
+    (b"BREW /v1/models/toy HTTP/1.1", 501),
+    (b"GARBAGE", 400),
+    (b"GET /v1/models/toy HTTP/9.9", 505),
+    (b"GET /v1/models/toy HTTP/1.1 extra", 400),
+])
+def test_unknown_methods_and_malformed_request_lines_get_an_http_response(
+        server, request_line, status):
+    answer = exchange(server, request_line + b"\r\n\r\n")
+    assert re.match(rb"HTTP/1\.[01] %d " % status, answer), answer[:100]
+    assert status_and_error(answer)[0] == status
+    assert "The paths served are" in status_and_error(answer)[1]
+    assert_still_serving(server)
+
+
+def test_more_instances_than_the_limit_get_413(server):
+    status, response = call(server, "POST", PREDICT, {"instances": ["a"] * 51})
+    assert status == 413
+    assert "51 instances, more than the server's --max_instances_per_request=50" in (
+        response["error"])
+    assert_still_serving(server)
+
+
+def test_a_request_over_max_batch_size_runs_in_batches_and_answers_in_order(model_store):
+    server = start_server(model_store, max_batch_size=4, batch_timeout_micros=0)
+    calls = model_store.get("toy", 2).loaded.calls
+    texts = [f"text {index}" for index in range(10)]
+    try:
+        calls_before = int(calls.numpy())
+        status, rows = call(server, "POST", PREDICT, {"instances": texts})
+        calls_made = int(calls.numpy()) - calls_before
+        columns = call(server, "POST", PREDICT, {"inputs": texts})
+    finally:
+        server.shutdown()
+    assert status == 200
+    assert [row["upper"] for row in rows["predictions"]] == [text.upper() for text in texts]
+    assert calls_made == 3  # 4 + 4 + 2 rows.
+    assert columns[1]["outputs"]["upper"] == [text.upper() for text in texts]

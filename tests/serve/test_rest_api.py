@@ -1,20 +1,21 @@
 """The JSON formats, without HTTP: requests to arrays, arrays to responses.
 
 The requests are parsed against plain descriptions of the toy model's
-signatures (`SIGNATURES`), so that these tests need no SavedModel and run in
-milliseconds (mutation testing runs them hundreds of times);
+signatures (`SIGNATURES`, tests/serve/plain_signatures.py), so that these
+tests need no SavedModel and run in milliseconds (mutation testing runs
+them hundreds of times);
 `test_the_plain_signatures_describe_the_toy_model` checks the descriptions
 against the exported toy model.
 """
 
 import base64
 import json
-import types
 
 import ml_dtypes
 import numpy as np
 import pytest
 
+from tests.serve.plain_signatures import OTHER_SIGNATURES, SIGNATURES, plain_signature
 from tfnlp.serve.rest_api import (
     RequestError,
     error_body,
@@ -23,31 +24,6 @@ from tfnlp.serve.rest_api import (
     parse_json_object,
     parse_predict_request,
 )
-
-
-def plain_signature(name, **inputs):
-    """A signature as `rest_api` reads it: its name and, for each input (in
-    key order, as `model_store.Signature` has them), the key, the dtype's
-    name, the numpy dtype and the shape that `model_store.TensorInfo` gives."""
-    return types.SimpleNamespace(name=name, inputs={
-        key: types.SimpleNamespace(
-            key=key,
-            dtype=types.SimpleNamespace(name=dtype_name),
-            numpy_dtype=np.dtype(object if dtype_name == "string" else dtype_name),
-            shape=shape,
-        )
-        for key, (dtype_name, shape) in sorted(inputs.items())
-    })
-
-
-# The inputs of the toy model's signatures (tests/serve/toy_models.py).
-SIGNATURES = {
-    "serving_default": plain_signature("serving_default", text=("string", (None,))),
-    "length": plain_signature("length", text=("string", (None,))),
-    "weighted_sum": plain_signature(
-        "weighted_sum", ids=("int32", (None, None)), scale=("float32", (None,))),
-    "total_length": plain_signature("total_length", text=("string", (None,))),
-}
 
 
 def described(signatures):
@@ -72,28 +48,39 @@ def parse(request, signatures):
     return parse_predict_request(request, signatures, max_string_bytes=10)
 
 
+def inputs_of(request):
+    """The inputs of a request of one part."""
+    part, = request.parts
+    return part.inputs
+
+
+def respond(outputs, request):
+    """The response to `request` when one call gave `outputs`."""
+    return format_predict_response(request, [(np.arange(request.batch_size), outputs)])
+
+
 def test_row_format_with_a_single_input_takes_plain_values(signatures):
     request = parse({"instances": ["ab", {"b64": base64.b64encode(b"\xff").decode()}]},
                     signatures)
     assert request.signature.name == "serving_default"
     assert request.row_format and request.batch_size == 2
-    assert request.inputs["text"].tolist() == [b"ab", b"\xff"]
+    assert inputs_of(request)["text"].tolist() == [b"ab", b"\xff"]
 
 
 def test_row_format_with_named_inputs_stacks_every_input(signatures):
     request = parse({"signature_name": "weighted_sum", "instances": [
         {"ids": [1, 2], "scale": 1}, {"ids": [3, 4], "scale": 0.5}]}, signatures)
-    assert request.inputs["ids"].dtype == np.int32
-    assert request.inputs["ids"].tolist() == [[1, 2], [3, 4]]
-    assert request.inputs["scale"].dtype == np.float32
-    assert request.inputs["scale"].tolist() == [1.0, 0.5]
+    assert inputs_of(request)["ids"].dtype == np.int32
+    assert inputs_of(request)["ids"].tolist() == [[1, 2], [3, 4]]
+    assert inputs_of(request)["scale"].dtype == np.float32
+    assert inputs_of(request)["scale"].tolist() == [1.0, 0.5]
 
 
 def test_columnar_format_takes_a_value_or_an_object_of_inputs(signatures):
     single = parse({"inputs": ["a", "b"]}, signatures)
     named = parse({"inputs": {"text": ["a", "b"]}}, signatures)
     assert not single.row_format
-    assert single.inputs["text"].tolist() == named.inputs["text"].tolist() == [b"a", b"b"]
+    assert inputs_of(single)["text"].tolist() == inputs_of(named)["text"].tolist() == [b"a", b"b"]
 
 
 @pytest.mark.parametrize("request_object, message", [
@@ -131,12 +118,12 @@ def test_responses_of_both_formats(signatures):
                "upper": np.array([b"AB", b"\xc3"], object),
                "text_bytes": np.array([b"ab", b"abc"], object)}
     rows = parse({"instances": ["ab", "abc"]}, signatures)
-    assert written(format_predict_response(outputs, rows)) == {"predictions": [
+    assert written(respond(outputs, rows)) == {"predictions": [
         {"length": 2, "upper": "AB", "text_bytes": {"b64": "YWI="}},
         {"length": 3, "upper": {"b64": "ww=="}, "text_bytes": {"b64": "YWJj"}},
     ]}
     columns = parse({"inputs": ["ab", "abc"]}, signatures)
-    assert written(format_predict_response(
+    assert written(respond(
         {"sum": np.array([0.1, 2.5], np.float32), "count": np.array(7, np.int64)}, columns)) == {
         "outputs": {"sum": [0.1, 2.5], "count": 7}}
     assert json_bytes({"x": np.array([0.1], np.float32)}) == b'{"x":[0.1]}'
@@ -146,15 +133,6 @@ def written(response):
     """The response as a client reads it."""
     return json.loads(json_bytes(response))
 
-
-
-# Signatures the toy model lacks, for the other dtypes and shapes.
-OTHER_SIGNATURES = {
-    "flags": plain_signature("flags", flag=("bool", (None,))),
-    "complex": plain_signature("complex", z=("complex64", (None,))),
-    "pairs": plain_signature("pairs", pair=("int32", (None, 2))),
-    "any_rank": plain_signature("any_rank", x=("float32", None)),
-}
 
 
 def rejection(request, signatures=SIGNATURES):
@@ -228,7 +206,7 @@ def test_an_empty_batch_is_rejected_in_both_formats():
 
 
 def test_a_batch_of_one_is_accepted_in_both_formats():
-    assert parse({"inputs": ["a"]}, SIGNATURES).inputs["text"].tolist() == [b"a"]
+    assert inputs_of(parse({"inputs": ["a"]}, SIGNATURES))["text"].tolist() == [b"a"]
     assert parse({"instances": ["a"]}, SIGNATURES).batch_size == 1
 
 
@@ -290,7 +268,7 @@ def test_b64_values_must_be_strict_base64_strings():
 
 def test_strings_of_max_string_bytes_are_accepted_and_longer_ones_rejected():
     # The limit counts UTF-8 bytes: "é" is two.
-    assert parse({"instances": ["x" * 10, "é" * 5]}, SIGNATURES).inputs["text"].tolist() == [
+    assert inputs_of(parse({"instances": ["x" * 10, "é" * 5]}, SIGNATURES))["text"].tolist() == [
         b"x" * 10, "é".encode() * 5]
     assert rejection({"instances": ["é" * 6]}) == (
         "Over-long text in input 'text': 12 bytes, more than the server's "
@@ -302,7 +280,7 @@ def test_strings_of_max_string_bytes_are_accepted_and_longer_ones_rejected():
 def test_integers_at_the_limits_of_their_dtype_are_accepted():
     request = parse({"signature_name": "weighted_sum", "instances": [
         {"ids": [-2**31, 2**31 - 1], "scale": 1}]}, SIGNATURES)
-    assert request.inputs["ids"].tolist() == [[-2**31, 2**31 - 1]]
+    assert inputs_of(request)["ids"].tolist() == [[-2**31, 2**31 - 1]]
     assert rejection({"signature_name": "weighted_sum", "instances": [
         {"ids": [-2**31 - 1], "scale": 1}]}) == (
         "Input 'ids' has -2147483649, outside the range of int32 "
@@ -312,8 +290,8 @@ def test_integers_at_the_limits_of_their_dtype_are_accepted():
 
 def test_a_bool_input_takes_only_true_and_false():
     request = parse({"signature_name": "flags", "instances": [True, False]}, OTHER_SIGNATURES)
-    assert request.inputs["flag"].dtype == np.bool_
-    assert request.inputs["flag"].tolist() == [True, False]
+    assert inputs_of(request)["flag"].dtype == np.bool_
+    assert inputs_of(request)["flag"].tolist() == [True, False]
     assert rejection({"signature_name": "flags", "instances": [1]}, OTHER_SIGNATURES) == (
         "Input 'flag' has a number (1) where true or false is expected (dtype bool)."
     )
@@ -331,11 +309,11 @@ def test_fixed_sizes_of_the_signature_are_checked_and_unknown_ranks_take_any_sha
                      OTHER_SIGNATURES) == (
         "Input 'pair' has shape [1, 3], but signature 'pairs' expects [-1, 2] (-1: any size)."
     )
-    assert parse({"signature_name": "pairs", "instances": [[1, 2]]},
-                 OTHER_SIGNATURES).inputs["pair"].shape == (1, 2)
+    assert inputs_of(parse({"signature_name": "pairs", "instances": [[1, 2]]},
+                           OTHER_SIGNATURES))["pair"].shape == (1, 2)
     for value in (1.5, [1.5], [[1.5, 2.5]]):
         request = parse({"signature_name": "any_rank", "inputs": value}, OTHER_SIGNATURES)
-        assert request.inputs["x"].tolist() == value
+        assert inputs_of(request)["x"].tolist() == value
 
 
 def test_the_wrong_value_is_quoted_up_to_40_characters():
@@ -353,8 +331,8 @@ def test_a_single_output_is_written_as_plain_values_in_both_formats():
     outputs = {"length": np.array([2, 3], np.int32)}
     rows = parse({"instances": ["ab", "abc"]}, SIGNATURES)
     columns = parse({"inputs": ["ab", "abc"]}, SIGNATURES)
-    assert json_bytes(format_predict_response(outputs, rows)) == b'{"predictions":[2,3]}'
-    assert json_bytes(format_predict_response(outputs, columns)) == b'{"outputs":[2,3]}'
+    assert json_bytes(respond(outputs, rows)) == b'{"predictions":[2,3]}'
+    assert json_bytes(respond(outputs, columns)) == b'{"outputs":[2,3]}'
 
 
 def test_numbers_keep_their_type_and_float16_is_written_as_float32():
@@ -365,7 +343,7 @@ def test_numbers_keep_their_type_and_float16_is_written_as_float32():
     outputs = {"count": np.array([2**24 + 1], np.int64),
                "exact": np.array([0.123456789012], np.float64),
                "half": np.array([0.1], np.float16)}
-    assert json_bytes(format_predict_response(outputs, columns)) == (
+    assert json_bytes(respond(outputs, columns)) == (
         b'{"outputs":{"count":[16777217],"exact":[0.123456789012],"half":[0.099975586]}}'
     )
 
@@ -376,7 +354,7 @@ def test_bfloat16_outputs_are_written_as_float32():
     # 0.10009765625, whose shortest float32 form is 0.100097656.
     columns = parse({"inputs": ["a"]}, SIGNATURES)
     outputs = {"scores": np.array([0.1, -2.5], ml_dtypes.bfloat16)}
-    assert json_bytes(format_predict_response(outputs, columns)) == (
+    assert json_bytes(respond(outputs, columns)) == (
         b'{"outputs":[0.100097656,-2.5]}'
     )
 
@@ -385,9 +363,122 @@ def test_bfloat16_outputs_are_written_as_float32():
 def test_outputs_not_one_row_per_instance_cannot_be_written_as_rows(output):
     rows = parse({"instances": ["ab", "abc"]}, SIGNATURES)
     with pytest.raises(RequestError) as raised:
-        format_predict_response({"total": output}, rows)
+        respond({"total": output}, rows)
     assert raised.value.message == (
         f"Output 'total' of signature 'serving_default' has shape {list(output.shape)}, "
         "not one row per instance (2), so it cannot be returned in the row format. "
         'Send the request in the columnar format, {"inputs": ...}, to get {"outputs": ...}.'
     )
+
+
+# Client errors that used to escape as 500s (issue 14): each is a 4xx that
+# says what was wrong.
+
+def test_an_unpaired_surrogate_in_a_string_is_rejected():
+    message = rejection(parse_json_object(b'{"instances": ["ok", "\\ud800"]}'))
+    assert message.startswith("Input 'text' has a string with an unpaired UTF-16 surrogate "
+                              "('\\ud800')")
+    assert json_bytes(error_body(message))  # The error itself can be written.
+
+
+def test_an_integer_of_thousands_of_digits_is_not_json_the_server_reads():
+    with pytest.raises(RequestError, match=r"not valid JSON.*4300 digits"):
+        parse_json_object(b'{"instances": [' + b"9" * 5000 + b"]}")
+    huge = int("9" * 4000)
+    assert rejection({"signature_name": "weighted_sum",
+                      "instances": [{"ids": [huge], "scale": 1}]}) == (
+        "Input 'ids' has an integer of 4000 digits, outside the range of int32 "
+        "(-2147483648 to 2147483647).")
+    assert rejection({"signature_name": "weighted_sum",
+                      "instances": [{"ids": [1], "scale": -huge}]}).startswith(
+        "Input 'scale' has an integer of 4000 digits, outside the range of float32")
+    assert "outside the range of float32" in rejection(
+        {"signature_name": "weighted_sum", "instances": [{"ids": [1], "scale": 1e39}]})
+
+
+@pytest.mark.parametrize("depth", [33, 65, 900])
+def test_inputs_nested_deeper_than_any_signature_are_rejected(depth):
+    nested = json.loads("[" * depth + "1" + "]" * depth)
+    assert rejection({"signature_name": "any_rank", "inputs": nested}, OTHER_SIGNATURES) == (
+        "Input 'x' is nested more than 32 lists deep. Send it as nested lists of the "
+        "rank its signature expects (see GET /v1/models/NAME/metadata).")
+
+
+def test_a_body_nested_too_deeply_to_parse_is_rejected():
+    with pytest.raises(RequestError, match="nested too deeply to parse"):
+        parse_json_object(b'{"inputs": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+
+
+def test_a_deeply_nested_wrong_value_is_described_without_quoting_it():
+    nested = []
+    for _ in range(5000):  # Deeper than json.dumps can quote.
+        nested = [nested]
+    value = {"a": nested}
+    assert rejection({"inputs": value}) == (
+        "\"inputs\" has unknown input(s) ['a'] and missing input(s) ['text']. Signature "
+        "'serving_default' expects exactly the inputs 'text'.")
+    assert rejection({"inputs": [value]}) == (
+        "Input 'text' has a object (a object nested too deeply to quote) where text (a "
+        "JSON string) or {\"b64\": \"...\"} is expected (dtype string).")
+
+
+def test_more_instances_than_the_limit_get_413_naming_it():
+    for request in ({"instances": ["a"] * 4}, {"inputs": ["a"] * 4},
+                    {"inputs": {"text": ["a"] * 4}}):
+        with pytest.raises(RequestError) as raised:
+            parse_predict_request(request, SIGNATURES, max_string_bytes=10, max_instances=3)
+        assert raised.value.status == 413
+        assert "--max_instances_per_request=3" in raised.value.message
+    assert parse_predict_request({"instances": ["a"] * 3}, SIGNATURES, max_string_bytes=10,
+                                 max_instances=3).batch_size == 3
+
+
+def test_a_list_of_values_is_read_as_a_column_for_an_input_of_shape_minus_1_by_1():
+    # TF Serving accepts [1, 2, 3] for a [-1, 1] input, as [[1], [2], [3]].
+    signatures = {"serving_default": plain_signature("serving_default", x=("int32", (None, 1)))}
+    for request in ({"instances": [1, 2, 3]}, {"inputs": [1, 2, 3]},
+                    {"instances": [[1], [2], [3]]}):
+        assert inputs_of(parse(request, signatures))["x"].tolist() == [[1], [2], [3]]
+    assert rejection({"instances": [[1, 2]]}, signatures) == (
+        "Input 'x' has shape [1, 2], but signature 'serving_default' expects [-1, 1] "
+        "(-1: any size).")
+
+
+def test_instances_of_each_shape_run_as_a_part_for_an_input_of_unknown_rank():
+    # The README's request: a sentence and a (question, context) pair.
+    signatures = {"serving_default": plain_signature("serving_default", text=("string", None))}
+    request = parse({"instances": ["a", ["b", "c"], "d"]}, signatures)
+    assert request.batch_size == 3
+    assert [(part.rows.tolist(), part.inputs["text"].tolist()) for part in request.parts] == [
+        ([0, 2], [b"a", b"d"]), ([1], [[b"b", b"c"]])]
+    response = format_predict_response(request, [
+        (request.parts[0].rows, {"n": np.array([10, 30])}),
+        (request.parts[1].rows, {"n": np.array([20])})])
+    assert response == {"predictions": [10, 20, 30]}
+    # A known rank is still checked: the same request is ragged for [-1].
+    assert "is ragged" in rejection({"instances": ["a", ["b", "c"]]})
+
+
+def test_a_columnar_request_split_into_batches_is_joined_along_its_rows():
+    request = parse({"inputs": ["a", "b", "c"]}, SIGNATURES)
+    rows = request.parts[0].rows
+    joined = format_predict_response(request, [
+        (rows[:2], {"n": np.array([[1, 1], [2, 2]])}), (rows[2:], {"n": np.array([[3, 3]])})])
+    assert written(joined) == {"outputs": [[1, 1], [2, 2], [3, 3]]}
+    with pytest.raises(RequestError, match=r"different shape in each of the batches.*"
+                                           r"--max_batch_size rows"):
+        format_predict_response(request, [(rows[:2], {"n": np.zeros((2, 5))}),
+                                          (rows[2:], {"n": np.zeros((1, 4))})])
+
+
+def test_nan_and_infinities_are_written_as_tf_serving_writes_them():
+    columns = parse({"inputs": ["a", "b"]}, SIGNATURES)
+    outputs = {"x": np.array([[np.nan, 0.1], [np.inf, -np.inf]], np.float32),
+               "y": np.array([1.5, np.nan], np.float64)}
+    assert json_bytes(respond(outputs, columns)) == (
+        b'{"outputs":{"x":[[NaN,0.1],[Infinity,-Infinity]],"y":[1.5,NaN]}}')
+    rows = parse({"instances": ["a", "b"]}, SIGNATURES)
+    assert json_bytes(respond({"x": outputs["x"]}, rows)) == (
+        b'{"predictions":[[NaN,0.1],[Infinity,-Infinity]]}')
+    # ... and read back by the parser, as TF Serving reads them.
+    assert parse_json_object(b'{"inputs": [NaN, Infinity, -Infinity]}')["inputs"][1] == np.inf

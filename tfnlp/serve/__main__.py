@@ -41,14 +41,23 @@ def parse_flags(argv=None):
                         help="Largest request body accepted; larger ones get 413.")
     parser.add_argument("--max_string_bytes", type=int, default=2**16,
                         help="Longest string input accepted, in bytes.")
+    parser.add_argument("--max_instances_per_request", type=int, default=128,
+                        help="Most instances (rows) in one predict request; more get 413. "
+                             "A request runs in batches of --max_batch_size rows.")
+    parser.add_argument("--request_timeout", type=float, default=10.0,
+                        help="Seconds a request body may take to arrive; a slower or "
+                             "truncated one gets 408.")
     flags = parser.parse_args(argv)
     if not 0 <= flags.port <= 65535:
         parser.error(f"--port must be between 0 (any free port) and 65535, not {flags.port}.")
-    for name in ("max_batch_size", "max_body_bytes", "max_string_bytes"):
+    for name in ("max_batch_size", "max_body_bytes", "max_string_bytes",
+                 "max_instances_per_request"):
         if getattr(flags, name) < 1:
             parser.error(f"--{name} must be at least 1, not {getattr(flags, name)}.")
     if flags.batch_timeout_micros < 0:
         parser.error(f"--batch_timeout_micros must be 0 or more, not {flags.batch_timeout_micros}.")
+    if not flags.request_timeout > 0:
+        parser.error(f"--request_timeout must be more than 0 seconds, not {flags.request_timeout}.")
     return flags
 
 
@@ -81,6 +90,8 @@ def main(argv=None):
             batch_timeout_micros=flags.batch_timeout_micros,
             max_body_bytes=flags.max_body_bytes,
             max_string_bytes=flags.max_string_bytes,
+            max_instances_per_request=flags.max_instances_per_request,
+            request_timeout=flags.request_timeout,
         )
     except OSError as error:
         raise UsageError(

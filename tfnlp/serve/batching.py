@@ -10,10 +10,13 @@ after its first request arrived, whichever comes first.
 Only requests whose inputs have the same shapes apart from the leading
 dimension can be concatenated, so each queue holds one such shape (and one
 signature of one version); its worker thread runs while the queue has
-requests. A request of `max_batch_size` rows or more runs by itself. When a
-merged call fails, or returns an output that is not one row per input row,
-the requests of that batch are run one by one, so that each gets its own
-answer or its own error.
+requests. A request of more than `max_batch_size` rows is split into
+batches of `max_batch_size` rows, run one after the other (the last, smaller
+one can merge with other requests), so that no call, and no call's
+activations, is larger than `max_batch_size` rows, whatever a client sends.
+When a merged call fails, or returns an output that is not one row per
+input row, the requests of that batch are run one by one, so that each gets
+its own answer or its own error.
 """
 
 import collections
@@ -57,7 +60,7 @@ class Batcher:
     >>> batcher = Batcher(max_batch_size=16, batch_timeout_micros=1000)
     >>> double = lambda inputs: {"y": inputs["x"] * 2}
     >>> batcher.run("double", double, {"x": np.array([1, 2])})
-    {'y': array([2, 4])}
+    [(slice(0, 2, None), {'y': array([2, 4])})]
     """
 
     def __init__(self, max_batch_size=16, batch_timeout_micros=2000):
@@ -67,7 +70,8 @@ class Batcher:
         self._queues = {}
 
     def run(self, queue_key, function, inputs):
-        """Runs `function(inputs)`, possibly merged with concurrent calls.
+        """Runs `function` on `inputs` in batches of at most `max_batch_size`
+        rows, possibly merged with concurrent calls.
 
         Args:
             queue_key: a hashable name for `function`, e.g. (version,
@@ -77,13 +81,29 @@ class Batcher:
             inputs: a dict from input name to numpy array.
 
         Returns:
-            The dict of output arrays for `inputs`.
+            A list of `(rows, outputs)`, one per batch in order: `rows` is
+            the slice of the leading dimension of `inputs` the batch ran on
+            (`slice(None)`, all, when the inputs have no common leading
+            dimension) and `outputs` the dict of output arrays of its call.
 
         Raises:
-            Whatever `function(inputs)` raises.
+            Whatever `function` raises.
         """
-        rows = _leading_size(inputs)
-        if rows is None or rows >= self.max_batch_size:
+        rows = leading_size(inputs)
+        if rows is None:
+            return [(slice(None), function(inputs))]
+        results = []
+        for start in range(0, rows, self.max_batch_size):
+            batch = slice(start, min(start + self.max_batch_size, rows))
+            batch_inputs = {name: array[batch] for name, array in inputs.items()}
+            results.append((batch, self._run_merged(queue_key, function, batch_inputs)))
+        return results
+
+    def _run_merged(self, queue_key, function, inputs):
+        """`function(inputs)` for at most `max_batch_size` rows, merged with
+        concurrent calls when they fit beside it."""
+        rows = leading_size(inputs)
+        if rows == self.max_batch_size:
             return function(inputs)
         request = _Request(inputs, rows)
         key = (queue_key, tuple((name, array.shape[1:], array.dtype.str)
@@ -126,8 +146,9 @@ class Batcher:
             return batch
 
 
-def _leading_size(inputs):
-    """The common leading dimension of the inputs, or None if they have none."""
+def leading_size(inputs):
+    """The common leading dimension of a dict of arrays, or None if they
+    have none."""
     sizes = {array.shape[0] if array.ndim else None for array in inputs.values()}
     return sizes.pop() if len(sizes) == 1 else None
 

@@ -8,12 +8,21 @@ The paths are TensorFlow Serving's REST API:
 - `POST /v1/models/NAME[/versions/N]:predict`: run a signature
   (`tfnlp.serve.rest_api` has the request and response formats).
 
-Every answer is JSON; errors are `{"error": "..."}` with status 400 (bad
-request), 404 (unknown path, model or version), 405 (wrong method), 411 (no
-Content-Length), 413 (body over `max_body_bytes`, refused before it is read)
-or 500 (anything unexpected). The server keeps serving after all of them.
-Each request is logged as one line, `METHOD PATH STATUS LATENCY ms`, on the
-`tfnlp.serve` logger.
+`HEAD` answers as `GET` without the body, and `OPTIONS` with 204 and the
+`Allow` header of the path. Not supported, and answered so:
+`:classify` and `:regress` (TF Serving's APIs for `tf.Example` inputs; use
+`:predict`) get 501, and version labels (`/labels/NAME`) 404.
+
+Every other answer is JSON; errors are `{"error": "..."}` with status 400
+(bad request, including a body that ends before its Content-Length), 404
+(unknown path, model or version), 405 (wrong method for the path), 408 (the
+body did not arrive within `request_timeout`), 411 (no Content-Length, or
+one that is not a number), 413 (body over `max_body_bytes`, refused before
+it is read, or more instances than `max_instances_per_request`), 501
+(unknown method) or 500 (a fault of the server's own, logged with its
+traceback). The server keeps serving after all of them. Each request is
+logged as one line, `METHOD PATH STATUS LATENCY ms`, on the `tfnlp.serve`
+logger.
 """
 
 import http
@@ -31,9 +40,11 @@ from tfnlp.serve.model_store import ModelRunError, ServableNotFoundError
 logger = logging.getLogger("tfnlp.serve")
 
 _MODEL_PATH = re.compile(
-    r"/v1/models/(?P<model>[^/:]+)(?:/versions/(?P<version>\d+))?"
-    r"(?P<endpoint>/metadata|:predict)?"
+    r"/v1/models/(?P<model>[^/:]+)"
+    r"(?:/versions/(?P<version>[0-9]+)|/labels/(?P<label>[^/:]+))?"
+    r"(?P<endpoint>/metadata|:predict|:classify|:regress)?"
 )
+_CONTENT_LENGTH = re.compile(r"[0-9]{1,18}")
 _API_SUMMARY = (
     "GET /v1/models/NAME[/versions/N], GET /v1/models/NAME[/versions/N]/metadata "
     "and POST /v1/models/NAME[/versions/N]:predict"
@@ -56,6 +67,10 @@ class ModelServer(ThreadingHTTPServer):
         max_body_bytes: the largest request body accepted; larger ones get
             413 without being read.
         max_string_bytes: the longest string input accepted.
+        max_instances_per_request: the most instances (rows) in one predict
+            request; larger ones get 413.
+        request_timeout: the longest, in seconds, a request body may take
+            to arrive; a slower (or truncated) one gets 408.
     """
 
     daemon_threads = True
@@ -63,12 +78,15 @@ class ModelServer(ThreadingHTTPServer):
 
     def __init__(self, model_store, host="127.0.0.1", port=8501, max_batch_size=16,
                  batch_timeout_micros=2000, max_body_bytes=10 * 2**20,
-                 max_string_bytes=2**16):
+                 max_string_bytes=2**16, max_instances_per_request=128,
+                 request_timeout=10.0):
         super().__init__((host, port), _RequestHandler)
         self.model_store = model_store
         self.batcher = Batcher(max_batch_size, batch_timeout_micros)
         self.max_body_bytes = max_body_bytes
         self.max_string_bytes = max_string_bytes
+        self.max_instances_per_request = max_instances_per_request
+        self.request_timeout = request_timeout
 
     @property
     def port(self):
@@ -120,30 +138,35 @@ class _RequestHandler(BaseHTTPRequestHandler):
         """Answers any method: the routing decides which one a path takes."""
         started = time.perf_counter()
         self._body_read = False
-        headers = {}
         try:
-            status, body = http.HTTPStatus.OK, self._respond()
-        except rest_api.RequestError as error:
-            status, body = error.status, rest_api.error_body(error.message)
-            headers = error.headers
-        except ServableNotFoundError as error:
-            status, body = http.HTTPStatus.NOT_FOUND, rest_api.error_body(str(error))
-        except ModelRunError as error:
-            status, body = http.HTTPStatus.BAD_REQUEST, rest_api.error_body(str(error))
+            status, body, headers = self._respond()
+            data = b"" if body is None else rest_api.json_bytes(body)
         except Exception as error:
-            logger.debug("Internal error on %s %s", self.command, self.path, exc_info=True)
-            status, body = http.HTTPStatus.INTERNAL_SERVER_ERROR, rest_api.error_body(
-                f"Internal error: {type(error).__name__}: {error}. The server is "
-                "still serving; if the request looks right, report this error "
-                "with the request."
-            )
-        self._send_json(status, body, headers)
+            status, message, headers = self._error_answer(error)
+            data = rest_api.json_bytes(rest_api.error_body(message))
+        self._send(status, data, headers)
         self._log_request(status, started)
 
-    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _handle
+    do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _handle
+
+    def _error_answer(self, error):
+        """The status, message and headers that answer `error`."""
+        if isinstance(error, rest_api.RequestError):
+            return error.status, error.message, error.headers
+        if isinstance(error, ServableNotFoundError):
+            return http.HTTPStatus.NOT_FOUND, str(error), {}
+        if isinstance(error, ModelRunError):
+            return http.HTTPStatus.BAD_REQUEST, str(error), {}
+        logger.error("Internal error on %s %s", self.command, self.path, exc_info=error)
+        return http.HTTPStatus.INTERNAL_SERVER_ERROR, (
+            f"Internal error: {type(error).__name__}: {error}. The server is still "
+            "serving; if the request looks right, report this error with the request "
+            "(the server's log has the traceback)."
+        ), {}
 
     def _respond(self):
-        """The JSON answer to a request that is not an error."""
+        """The status, JSON answer (None for no body) and extra headers of a
+        request that is not an error."""
         path = urllib.parse.urlsplit(self.path).path
         match = _MODEL_PATH.fullmatch(path)
         if match is None:
@@ -152,35 +175,55 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 status=http.HTTPStatus.NOT_FOUND,
             )
         endpoint = match["endpoint"]
-        allowed = "POST" if endpoint == ":predict" else "GET"
-        if self.command != allowed:
+        if endpoint in (":classify", ":regress"):
             raise rest_api.RequestError(
-                f"{self.command} is not allowed on {path}; use {allowed}.",
-                status=http.HTTPStatus.METHOD_NOT_ALLOWED, headers={"Allow": allowed},
+                f"{endpoint} is not supported by this server (TensorFlow Serving's "
+                f"{endpoint[1:]} API reads tf.Example inputs). Use :predict with the "
+                "signature's inputs; GET /v1/models/NAME/metadata lists them.",
+                status=http.HTTPStatus.NOT_IMPLEMENTED,
+            )
+        if match["label"] is not None:
+            raise rest_api.RequestError(
+                f"Version labels are not supported by this server, so "
+                f"{match['label']!r} is unknown. Name the version with /versions/N "
+                "(GET /v1/models/NAME lists them), or leave it out for the newest.",
+                status=http.HTTPStatus.NOT_FOUND,
+            )
+        allowed = ["POST"] if endpoint == ":predict" else ["GET", "HEAD"]
+        if self.command == "OPTIONS":
+            return http.HTTPStatus.NO_CONTENT, None, {"Allow": ", ".join(allowed + ["OPTIONS"])}
+        if self.command not in allowed:
+            raise rest_api.RequestError(
+                f"{self.command} is not allowed on {path}; use {allowed[0]}.",
+                status=http.HTTPStatus.METHOD_NOT_ALLOWED,
+                headers={"Allow": ", ".join(allowed + ["OPTIONS"])},
             )
         model_name = match["model"]
         version = int(match["version"]) if match["version"] else None
         store = self.server.model_store
         if endpoint is None:
-            return store.status(model_name, version)
+            return http.HTTPStatus.OK, store.status(model_name, version), {}
         if endpoint == "/metadata":
-            return store.metadata(model_name, version)
-        return self._predict(model_name, version)
+            return http.HTTPStatus.OK, store.metadata(model_name, version), {}
+        return http.HTTPStatus.OK, self._predict(model_name, version), {}
 
     def _predict(self, model_name, version):
         request_object = rest_api.parse_json_object(self._read_body())
         model_version = self.server.model_store.get(model_name, version)
         request = rest_api.parse_predict_request(
-            request_object, model_version.signatures, self.server.max_string_bytes
+            request_object, model_version.signatures, self.server.max_string_bytes,
+            self.server.max_instances_per_request,
         )
         signature = request.signature
-        if signature.batchable:
-            outputs = self.server.batcher.run(
-                (model_version.version, signature.name), signature, request.inputs
-            )
-        else:
-            outputs = signature(request.inputs)
-        return rest_api.format_predict_response(outputs, request)
+        results = []
+        for part in request.parts:
+            if signature.batchable:
+                batches = self.server.batcher.run(
+                    (model_version.version, signature.name), signature, part.inputs)
+            else:
+                batches = [(slice(None), signature(part.inputs))]
+            results += [(part.rows[rows], outputs) for rows, outputs in batches]
+        return rest_api.format_predict_response(request, results)
 
     def _read_body(self):
         """The request body, refused unread when over `max_body_bytes`."""
@@ -190,10 +233,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 "Content-Length header.", status=http.HTTPStatus.LENGTH_REQUIRED,
             )
         length = self.headers.get("Content-Length")
-        if length is None or not length.strip().isdigit():
+        if length is None or not _CONTENT_LENGTH.fullmatch(length.strip()):
             raise rest_api.RequestError(
                 f"The Content-Length header is {length!r}; a predict request needs "
-                "the length of its JSON body in bytes.",
+                "the length of its JSON body in bytes (ASCII digits).",
                 status=http.HTTPStatus.LENGTH_REQUIRED,
             )
         length = int(length)
@@ -206,13 +249,50 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 status=http.HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
             )
         self._body_read = True
-        return self.rfile.read(length)
+        keep_alive, self.close_connection = not self.close_connection, True
+        body = self._receive(length)  # Raises, closing the connection, unless it all arrives.
+        self.close_connection = not keep_alive
+        return body
 
-    def _send_json(self, status, body, headers):
-        data = rest_api.json_bytes(body)
+    def _receive(self, length):
+        """`length` bytes of the body, within `request_timeout` seconds."""
+        timeout = self.server.request_timeout
+        deadline = time.monotonic() + timeout
+        chunks, received = [], 0
+        try:
+            while received < length:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError
+                self.connection.settimeout(remaining)
+                chunk = self.rfile.read1(min(length - received, 2**20))
+                if not chunk:
+                    raise rest_api.RequestError(
+                        f"The request body ended after {received} of the {length} bytes "
+                        "its Content-Length announced. Send a Content-Length that is "
+                        "the body's length in bytes."
+                    )
+                chunks.append(chunk)
+                received += len(chunk)
+        except TimeoutError:
+            raise rest_api.RequestError(
+                f"Only {received} of the {length} bytes the Content-Length announced "
+                f"arrived within the server's --request_timeout={timeout:g} seconds. "
+                "Send a Content-Length that is the body's length in bytes.",
+                status=http.HTTPStatus.REQUEST_TIMEOUT,
+            ) from None
+        finally:
+            self.connection.settimeout(self.timeout)
+        return b"".join(chunks)
+
+    def _send(self, status, data, headers):
+        """Sends the status line, the headers and (except to HEAD) `data`."""
+        if self.request_version == "HTTP/0.9":  # A malformed request line.
+            self.request_version = "HTTP/1.0"  # Answer with a status line and headers.
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
+        if status != http.HTTPStatus.NO_CONTENT:
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
         for name, value in headers.items():
             self.send_header(name, value)
         if not self.close_connection and self._has_unread_body():
@@ -220,7 +300,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if self.close_connection:
             self.send_header("Connection", "close")
         self.end_headers()
-        self.wfile.write(data)
+        if self.command != "HEAD" and status != http.HTTPStatus.NO_CONTENT:
+            self.wfile.write(data)
 
     def _has_unread_body(self):
         if self._body_read:
@@ -235,13 +316,16 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     def send_error(self, code, message=None, explain=None):
         """Answers requests `http.server` rejects itself (malformed request
-        line or headers, unsupported method) in JSON, with one log line."""
+        line or headers, unknown method) with an HTTP response whose body is
+        the JSON error, with one log line."""
         started = time.perf_counter()
         self._body_read = False
         self.close_connection = True
+        self.headers = getattr(self, "headers", None) or {}
         phrase = message or http.HTTPStatus(code).phrase
-        self._send_json(code, rest_api.error_body(
-            f"{phrase}. The paths served are {_API_SUMMARY}."), {})
+        data = rest_api.json_bytes(rest_api.error_body(
+            f"{phrase}. The paths served are {_API_SUMMARY}."))
+        self._send(code, data, {})
         self._log_request(code, started)
 
     def log_request(self, code="-", size="-"):

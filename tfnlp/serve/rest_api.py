@@ -20,7 +20,17 @@ the signature's dtype, and values of the wrong type are rejected.
 
 Text longer than the model's sequence length is not an error: the exported
 text signatures tokenize in the graph and truncate to their sequence length.
-Only text over the server's `--max_string_bytes` is rejected.
+Only text over the server's `--max_string_bytes` is rejected, and a request
+of more instances (rows) than `--max_instances_per_request`.
+
+In the row format, instances of different shapes are accepted for an input
+of unknown rank (tfnlp's text signatures take a sentence or a
+`[first, second]` pair per instance): each shape is run as its own batch and
+the predictions come back in the order of the instances. For an input of
+shape `[-1, 1]`, a rank-1 list (`[1, 2, 3]`) is read as one value per row,
+as TensorFlow Serving does. Numbers that JSON cannot write, NaN and
+infinities, are written `NaN`, `Infinity` and `-Infinity`, as TensorFlow
+Serving writes them (and reads them, as this parser does).
 
 Every problem with a request raises `RequestError`, whose message says what
 was wrong, what was expected and what to do; the server answers it with the
@@ -31,11 +41,18 @@ import base64
 import binascii
 import dataclasses
 import json
+import math
 
 import numpy as np
 import orjson
 
+from tfnlp.serve.batching import leading_size
+
 DEFAULT_SIGNATURE = "serving_default"
+# numpy arrays have at most 64 dimensions; no signature input comes close.
+MAX_INPUT_RANK = 32
+_NON_FINITE = {"nan": orjson.Fragment(b"NaN"), "inf": orjson.Fragment(b"Infinity"),
+               "-inf": orjson.Fragment(b"-Infinity")}
 
 
 class RequestError(Exception):
@@ -55,37 +72,63 @@ class RequestError(Exception):
 
 
 @dataclasses.dataclass
+class RequestPart:
+    """Inputs of one shape, run as one call (or as batches of it).
+
+    Args:
+        inputs: a dict from every input key to a numpy array of its dtype.
+        rows: which instances (row format) or rows (columnar format) of
+            the request the leading dimension of `inputs` holds, as an
+            array of indices.
+    """
+
+    inputs: dict
+    rows: np.ndarray
+
+
+@dataclasses.dataclass
 class PredictRequest:
     """A validated predict request.
 
     Args:
         signature: the `Signature` to run.
-        inputs: a dict from every input key to a numpy array of its dtype.
+        parts: the `RequestPart`s to run: one, unless the instances of a
+            row-format request have different shapes (each shape is a part).
         row_format: whether the request used `"instances"` (and the
             response uses `"predictions"`) rather than `"inputs"`.
-        batch_size: the number of instances, for the row format.
+        batch_size: the number of instances (row format), or of rows
+            (columnar format; 1 when the inputs have no leading dimension).
     """
 
     signature: object
-    inputs: dict
+    parts: list
     row_format: bool
-    batch_size: int | None
+    batch_size: int
 
 
 def error_body(message):
-    """The JSON body of an error response."""
-    return {"error": message}
+    """The JSON body of an error response (unpaired surrogates quoted from a
+    request are written as `\\udXXX`, since JSON text must be Unicode)."""
+    return {"error": message.encode("utf-8", "backslashreplace").decode("utf-8")}
 
 
 def parse_json_object(body):
     """The JSON object in a request body.
 
     Raises:
-        RequestError: the body is not UTF-8 JSON, or not a JSON object.
+        RequestError: the body is not UTF-8 JSON, is nested too deeply for
+            the parser, has an integer of more digits than Python converts,
+            or is not a JSON object.
     """
     try:
         request = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+    except RecursionError:
+        raise RequestError(
+            "The request body is nested too deeply to parse (thousands of "
+            f"levels). Inputs have at most {MAX_INPUT_RANK} dimensions; send "
+            "each input as nested lists of its signature's rank."
+        ) from None
+    except ValueError as error:  # JSONDecodeError, UnicodeDecodeError, digit limit.
         raise RequestError(
             f"The request body is not valid JSON ({error}). Send a UTF-8 JSON "
             'object such as {"instances": ["some text"]}.'
@@ -98,7 +141,7 @@ def parse_json_object(body):
     return request
 
 
-def parse_predict_request(request, signatures, max_string_bytes):
+def parse_predict_request(request, signatures, max_string_bytes, max_instances=None):
     """Validates a predict request and converts its inputs to numpy arrays.
 
     Args:
@@ -106,12 +149,15 @@ def parse_predict_request(request, signatures, max_string_bytes):
         signatures: a dict from signature name to `Signature` of the model
             version the request is for.
         max_string_bytes: the longest string input accepted, in bytes.
+        max_instances: the most instances (rows) accepted in one request,
+            or None for no limit.
 
     Returns:
         A `PredictRequest`.
 
     Raises:
-        RequestError: the request does not fit the signature.
+        RequestError: the request does not fit the signature (400), or has
+            more than `max_instances` instances (413).
     """
     signature = _select_signature(request, signatures)
     if ("instances" in request) == ("inputs" in request):
@@ -121,26 +167,42 @@ def parse_predict_request(request, signatures, max_string_bytes):
             f"{'both' if 'instances' in request else 'neither'}. Send e.g. "
             f"{{\"instances\": [...]}} with the inputs {_input_names(signature)}."
         )
-    if "instances" in request:
-        columns, batch_size = _columns_from_instances(request["instances"], signature)
+    row_format = "instances" in request
+    if row_format:
+        columns = _columns_from_instances(request["instances"], signature, max_instances)
+        groups = _group_rows_by_shape(columns, signature)
     else:
-        columns, batch_size = _columns_from_inputs(request["inputs"], signature), None
-    inputs = {key: _to_array(value, signature.inputs[key], signature.name, max_string_bytes)
-              for key, value in columns.items()}
-    for key, array in inputs.items():
-        if array.ndim and array.shape[0] == 0:
-            raise RequestError(
-                f"Input {key!r} is an empty batch. Send at least one example."
-            )
-    return PredictRequest(signature, inputs, batch_size is not None, batch_size)
+        columns = _columns_from_inputs(request["inputs"], signature)
+        for key, value in columns.items():
+            if isinstance(value, list):
+                _check_instance_count(len(value), max_instances, f"rows of input {key!r}")
+        groups = [None]
+    parts = []
+    for rows in groups:
+        selected = columns if rows is None else {
+            key: [values[row] for row in rows] for key, values in columns.items()}
+        inputs = {key: _to_array(value, signature.inputs[key], signature.name, max_string_bytes)
+                  for key, value in selected.items()}
+        for key, array in inputs.items():
+            if array.ndim and array.shape[0] == 0:
+                raise RequestError(
+                    f"Input {key!r} is an empty batch. Send at least one example."
+                )
+        size = leading_size(inputs)
+        parts.append(RequestPart(inputs, np.arange(size or 1) if rows is None else rows))
+    batch_size = sum(len(part.rows) for part in parts)
+    return PredictRequest(signature, parts, row_format, batch_size)
 
 
-def format_predict_response(outputs, request):
+def format_predict_response(request, results):
     """The JSON response to a predict request.
 
     Args:
-        outputs: a dict from every output key to a numpy array.
-        request: the `PredictRequest` that produced them.
+        request: the `PredictRequest` that was run.
+        results: a list of `(rows, outputs)`, one per call the request took:
+            `rows` are the instances (or rows) of the request the call ran
+            on, as in `RequestPart.rows`, and `outputs` is a dict from every
+            output key to a numpy array.
 
     Returns:
         `{"predictions": [...]}` for the row format, `{"outputs": ...}` for
@@ -148,22 +210,55 @@ def format_predict_response(outputs, request):
 
     Raises:
         RequestError: the row format was asked of a signature with an output
-            that is not one row per instance.
+            that is not one row per instance, or the columnar format of one
+            whose outputs cannot be joined across the calls.
     """
-    values = {key: _to_json(outputs[key], key) for key in sorted(outputs)}
     if not request.row_format:
+        outputs = results[0][1] if len(results) == 1 else _join_rows(request, results)
+        values = {key: _to_json(outputs[key], key) for key in sorted(outputs)}
         return {"outputs": _single_or_all(values)}
-    for key, array in outputs.items():
-        if array.ndim == 0 or array.shape[0] != request.batch_size:
+    predictions = [None] * request.batch_size
+    for rows, outputs in results:
+        _check_by_rows(outputs, len(rows), request, "cannot be returned in the row format",
+                       'Send the request in the columnar format, {"inputs": ...}, to get '
+                       '{"outputs": ...}.')
+        values = {key: _to_json(outputs[key], key) for key in sorted(outputs)}
+        for index, row in enumerate(rows):
+            predictions[row] = _single_or_all({key: value[index] for key, value in values.items()})
+    return {"predictions": predictions}
+
+
+def _check_by_rows(outputs, rows, request, consequence, remedy):
+    """Raises RequestError unless every output has `rows` rows."""
+    for key, array in sorted(outputs.items()):
+        if array.ndim == 0 or array.shape[0] != rows:
             raise RequestError(
                 f"Output {key!r} of signature {request.signature.name!r} has shape "
-                f"{list(array.shape)}, not one row per instance ({request.batch_size}), "
-                "so it cannot be returned in the row format. Send the request in "
-                'the columnar format, {"inputs": ...}, to get {"outputs": ...}.'
+                f"{list(array.shape)}, not one row per instance ({rows}), so it "
+                f"{consequence}. {remedy}"
             )
-    rows = [{key: value[row] for key, value in values.items()}
-            for row in range(request.batch_size)]
-    return {"predictions": [_single_or_all(row) for row in rows]}
+
+
+def _join_rows(request, results):
+    """The outputs of a columnar request that ran as several batches, joined
+    along their rows."""
+    remedy = ("Send at most the server's --max_batch_size rows in one columnar "
+              "request, or use the row format.")
+    for rows, outputs in results:
+        _check_by_rows(outputs, len(rows), request, "cannot be joined across the batches "
+                       "this request was split into", remedy)
+    joined = {}
+    for key in results[0][1]:
+        arrays = [outputs[key] for _, outputs in results]
+        if len({array.shape[1:] for array in arrays}) > 1:
+            raise RequestError(
+                f"Output {key!r} of signature {request.signature.name!r} has a different "
+                "shape in each of the batches this request was split into "
+                f"({sorted({str(list(array.shape[1:])) for array in arrays})} after the "
+                f"rows), so they cannot be joined in the columnar format. {remedy}"
+            )
+        joined[key] = np.concatenate(arrays)
+    return joined
 
 
 def json_bytes(body):
@@ -209,7 +304,18 @@ def _check_input_names(names, signature, where):
         )
 
 
-def _columns_from_instances(instances, signature):
+def _check_instance_count(count, max_instances, what):
+    if max_instances is not None and count > max_instances:
+        raise RequestError(
+            f"The request has {count} {what}, more than the server's "
+            f"--max_instances_per_request={max_instances}. Split it into requests of "
+            f"at most {max_instances}, or restart the server with a larger "
+            "--max_instances_per_request.",
+            status=413,
+        )
+
+
+def _columns_from_instances(instances, signature, max_instances):
     """The row format's instances as one list of values per input."""
     if not isinstance(instances, list):
         raise RequestError(
@@ -221,6 +327,7 @@ def _columns_from_instances(instances, signature):
             "\"instances\" is an empty list (an empty batch). Send at least one "
             "instance."
         )
+    _check_instance_count(len(instances), max_instances, "instances")
     named = [_is_named_inputs(instance) for instance in instances]
     if any(named) and not all(named):
         raise RequestError(
@@ -240,7 +347,23 @@ def _columns_from_instances(instances, signature):
             "so each instance must be an object with all of them, e.g. "
             f"{{{', '.join(f'{key!r}: ...' for key in signature.inputs)}}}."
         )
-    return columns, len(instances)
+    return columns
+
+
+def _group_rows_by_shape(columns, signature):
+    """The instances to run together: `[None]` (all of them) unless an
+    input of unknown rank has instances of different shapes, else the
+    indices of the instances of each shape, in order of first appearance."""
+    keys = [key for key, info in signature.inputs.items() if info.shape is None]
+    if not keys:
+        return [None]
+    groups = {}
+    for row in range(len(columns[keys[0]])):
+        shape = tuple(_flatten(columns[key][row], None, key) for key in keys)
+        groups.setdefault(shape, []).append(row)
+    if len(groups) == 1:
+        return [None]
+    return [np.array(rows) for rows in groups.values()]
 
 
 def _columns_from_inputs(inputs, signature):
@@ -268,12 +391,20 @@ def _json_type(value):
     return "null" if value is None else "object"
 
 
-def _flatten(value, leaves, key):
-    """Appends the scalars of nested lists to `leaves`; returns their shape."""
+def _flatten(value, leaves, key, depth=0):
+    """Appends the scalars of nested lists to `leaves` (unless it is None);
+    returns their shape."""
     if not isinstance(value, list):
-        leaves.append(value)
+        if leaves is not None:
+            leaves.append(value)
         return ()
-    shapes = {_flatten(item, leaves, key) for item in value}
+    if depth == MAX_INPUT_RANK:
+        raise RequestError(
+            f"Input {key!r} is nested more than {MAX_INPUT_RANK} lists deep. Send "
+            "it as nested lists of the rank its signature expects (see GET "
+            "/v1/models/NAME/metadata)."
+        )
+    shapes = {_flatten(item, leaves, key, depth + 1) for item in value}
     if len(shapes) > 1:
         raise RequestError(
             f"Input {key!r} is ragged: lists at the same depth have different "
@@ -287,6 +418,9 @@ def _to_array(value, info, signature_name, max_string_bytes):
     """Converts the JSON value of one input to a numpy array of its dtype."""
     leaves = []
     shape = _flatten(value, leaves, info.key)
+    if (info.shape is not None and len(info.shape) == len(shape) + 1
+            and info.shape[-1] == 1):
+        shape += (1,)  # A list of values for a [-1, 1] input, as TF Serving reads it.
     convert = _converter(info, max_string_bytes)
     array = np.array([convert(leaf) for leaf in leaves], dtype=info.numpy_dtype).reshape(shape)
     if info.shape is not None and (
@@ -313,11 +447,18 @@ def _converter(info, max_string_bytes):
 
     def to_bytes(value):
         if isinstance(value, str):
-            data = value.encode("utf-8")
+            try:
+                data = value.encode("utf-8")
+            except UnicodeEncodeError as error:
+                raise RequestError(
+                    f"Input {info.key!r} has a string with an unpaired UTF-16 surrogate "
+                    f"({value[error.start]!r}), which is not Unicode text. Send valid "
+                    'text, or send the bytes as {"b64": "<base64>"}.'
+                ) from None
         elif _is_b64(value) and isinstance(value["b64"], str):
             try:
                 data = base64.b64decode(value["b64"], validate=True)
-            except binascii.Error:
+            except (binascii.Error, ValueError):  # ValueError: not ASCII.
                 raise RequestError(
                     f"Input {info.key!r} has a \"b64\" value that is not valid "
                     "base64. Encode the bytes with standard base64 (RFC 4648)."
@@ -344,7 +485,7 @@ def _converter(info, max_string_bytes):
         limits = np.iinfo(dtype)
         if not limits.min <= value <= limits.max:
             raise RequestError(
-                f"Input {info.key!r} has {value}, outside the range of "
+                f"Input {info.key!r} has {_preview(value)}, outside the range of "
                 f"{info.dtype.name} ({limits.min} to {limits.max})."
             )
         return value
@@ -352,6 +493,14 @@ def _converter(info, max_string_bytes):
     def to_float(value):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise wrong_type(value, "a number")
+        largest = float(np.finfo(dtype).max)
+        finite = isinstance(value, int) or math.isfinite(value)
+        if finite and abs(value) > largest:  # Exact for ints of any size.
+            raise RequestError(
+                f"Input {info.key!r} has {_preview(value)}, outside the range of "
+                f"{info.dtype.name} (largest magnitude {largest:g}); send NaN, "
+                "Infinity or -Infinity for a value that is not finite."
+            )
         return value
 
     if dtype == np.dtype(object):
@@ -370,14 +519,21 @@ def _converter(info, max_string_bytes):
 
 
 def _preview(value, limit=40):
-    text = json.dumps(value)
+    """The JSON of `value`, cut to `limit` characters."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
+        return f"an integer of {len(str(abs(value)))} digits"  # Never over the digit limit.
+    try:
+        text = json.dumps(value)
+    except RecursionError:
+        return f"a {_json_type(value)} nested too deeply to quote"
     return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _to_json(array, key):
     """A numpy output array as values `orjson` writes: strings as nested
     lists, numbers as C-contiguous arrays (float32 in its shortest decimal
-    form, 0.1 rather than 0.10000000149011612; NaN and infinities as null)."""
+    form, 0.1 rather than 0.10000000149011612); an array with NaN or
+    infinities as nested lists with `NaN`, `Infinity` and `-Infinity`."""
     if array.dtype == np.dtype(object):
         force_b64 = key.endswith("_bytes")
         return _map_nested(lambda data: _bytes_to_json(data, force_b64), array.tolist())
@@ -385,9 +541,19 @@ def _to_json(array, key):
     # as floating): written as float32.
     if array.dtype == np.float16 or array.dtype.name == "bfloat16":
         array = array.astype(np.float32)
+    if np.issubdtype(array.dtype, np.floating) and not np.isfinite(array).all():
+        return _with_non_finite(array)
     if array.ndim == 0:
         return array.item()
     return np.ascontiguousarray(array)
+
+
+def _with_non_finite(array):
+    """Nested lists of numpy scalars (orjson writes float32 ones in their
+    shortest form), with the JSON of TF Serving for NaN and infinities."""
+    if array.ndim:
+        return [_with_non_finite(item) for item in array]
+    return array if np.isfinite(array) else _NON_FINITE[str(float(array))]
 
 
 def _bytes_to_json(data, force_b64):
