@@ -25,46 +25,13 @@ With the defaults it takes about 20 minutes on two busy cores.
 """
 
 import argparse
-import platform
 import sys
-import time
-import traceback
 
-import hypothesis
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from benchmarks.reporting import write_report
+from benchmarks.fuzzing import fuzz_all, report
 from tests.text.tokenizer_properties import PROPERTIES, run_property
-
-
-def fuzz(name, max_examples, seed):
-    """Runs one property; returns its row of the table and the failure's
-    text (None when the tokenizers agreed on every example)."""
-    examples = 0
-
-    def count():
-        nonlocal examples
-        examples += 1
-
-    start = time.perf_counter()
-    failure = None
-    try:
-        # The fixed vocabularies serve every example: a traced tokenize
-        # pays off. A hostile vocabulary serves one.
-        run_property(name, max_examples, derandomize=False, seed=seed,
-                     compiled=name != "hostile vocabulary", on_example=count)
-    except AssertionError as error:
-        failure = "".join(traceback.format_exception_only(error))
-    seconds = time.perf_counter() - start
-    row = {
-        "property": name,
-        "max_examples": max_examples,
-        "examples": examples,
-        "failures": int(failure is not None),
-        "seconds": round(seconds, 2),
-    }
-    return row, failure
 
 
 def main(argv=None):
@@ -80,35 +47,16 @@ def main(argv=None):
     parser.add_argument("--output", default="benchmarks/results/fuzz_tokenizers.json")
     args = parser.parse_args(argv)
 
-    rows, failures = [], {}
-    for name in args.property or sorted(PROPERTIES):
-        max_examples = (
-            args.hostile_max_examples if name == "hostile vocabulary" else args.max_examples
-        )
-        row, failure = fuzz(name, max_examples, args.seed)
-        rows.append(row)
-        if failure is not None:
-            failures[name] = failure
-
-    print(f"{'property':20} {'examples':>9} {'failures':>9} {'seconds':>9}")
-    for row in rows:
-        print(f"{row['property']:20} {row['examples']:9d} {row['failures']:9d} "
-              f"{row['seconds']:9.1f}")
-    for name, failure in failures.items():
-        print(f"\n{name}: the tokenizers disagree; minimal counterexample:\n{failure}")
-    write_report({
-        "benchmark": "fuzz_tokenizers",
-        "seed": args.seed,
-        "rows": rows,
-        "counterexamples": failures,
-        "versions": {
-            "python": platform.python_version(),
-            "tensorflow": tf.__version__,
-            "tensorflow_text": tf_text.__version__,
-            "hypothesis": hypothesis.__version__,
-        },
-    }, args.output)
-    return 1 if failures else 0
+    names = args.property or sorted(PROPERTIES)
+    # The fixed vocabularies serve every example: a traced tokenize pays
+    # off. A hostile vocabulary serves one.
+    rows, failures = fuzz_all(run_property, {
+        name: args.hostile_max_examples if name == "hostile vocabulary" else args.max_examples
+        for name in names}, args.seed,
+        {name: {"compiled": name != "hostile vocabulary"} for name in names})
+    return report("fuzz_tokenizers", rows, failures, args.seed,
+                  {"tensorflow": tf.__version__, "tensorflow_text": tf_text.__version__},
+                  args.output)
 
 
 if __name__ == "__main__":

@@ -34,10 +34,10 @@ import os
 import string
 import tempfile
 
-import hypothesis
 import tensorflow as tf
-from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from tests import property_runs
 
 from tests.text.reference_bert_tokenizer import ReferenceBertTokenizer
 from tfnlp.text import BertTokenizer, PlainBertTokenizer
@@ -219,20 +219,5 @@ def run_property(name, max_examples, derandomize, seed=None, compiled=False,
             example to a minimal one, which the error's notes show.
     """
     check, arguments = PROPERTIES[name]
-
-    def checked(example):
-        if on_example is not None:
-            on_example()
-        check(*example, compiled)
-
-    test = settings(
-        max_examples=max_examples,
-        derandomize=derandomize,
-        deadline=None,
-        database=None,
-        print_blob=False,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )(given(arguments)(checked))
-    if seed is not None:
-        test = hypothesis.seed(seed)(test)
-    test()
+    property_runs.run_property(lambda *example: check(*example, compiled), arguments,
+                               max_examples, derandomize, seed, on_example)
