@@ -177,21 +177,26 @@ def parse_predict_request(request, signatures, max_string_bytes, max_instances=N
             if isinstance(value, list):
                 _check_instance_count(len(value), max_instances, f"rows of input {key!r}")
         groups = [None]
-    parts = []
-    for rows in groups:
-        selected = columns if rows is None else {
-            key: [values[row] for row in rows] for key, values in columns.items()}
-        inputs = {key: _to_array(value, signature.inputs[key], signature.name, max_string_bytes)
-                  for key, value in selected.items()}
-        for key, array in inputs.items():
-            if array.ndim and array.shape[0] == 0:
-                raise RequestError(
-                    f"Input {key!r} is an empty batch. Send at least one example."
-                )
-        size = leading_size(inputs)
-        parts.append(RequestPart(inputs, np.arange(size or 1) if rows is None else rows))
+    parts = [_request_part(columns, rows, signature, max_string_bytes) for rows in groups]
     batch_size = sum(len(part.rows) for part in parts)
     return PredictRequest(signature, parts, row_format, batch_size)
+
+
+def _request_part(columns, rows, signature, max_string_bytes):
+    """The `RequestPart` of the instances `rows` of `columns` (all of them
+    when `rows` is None)."""
+    if rows is not None:
+        columns = {key: [values[row] for row in rows] for key, values in columns.items()}
+    inputs = {key: _to_array(value, signature.inputs[key], signature.name, max_string_bytes)
+              for key, value in columns.items()}
+    for key, array in inputs.items():
+        if array.ndim and array.shape[0] == 0:
+            raise RequestError(
+                f"Input {key!r} is an empty batch. Send at least one example."
+            )
+    if rows is None:  # One row when the inputs have no common leading dimension.
+        rows = np.arange(leading_size(inputs) or 1)
+    return RequestPart(inputs, rows)
 
 
 def format_predict_response(request, results):
