@@ -1,18 +1,20 @@
 """Translation quality and training speed of RNNSeq2Seq's attention variants,
-each trained for the same wall-clock budget.
+each trained for the same budget: a number of steps, or wall-clock time.
 
     python -m benchmarks.rnn_attention_variants \\
         --train_data='/tmp/mt/train/translation-*.tfrecord' \\
         --eval_data='/tmp/mt/val/translation-*.tfrecord' --runs_dir=/tmp/variants \\
-        [--stop_time_hours=0.33 --attentions=none,luong_dot,...] \\
+        [--train_steps=2300 | --stop_time_hours=0.33] [--attentions=none,luong_dot,...] \\
         [-- --config=small --learning_rate=2e-3 ...]
 
 For each variant of `--attentions` (the `attention` argument of
 `RNNSeq2Seq`, `none` for the encoder-decoder without attention) this runs
 `python -m trainer.translate --model=rnn --attention=VARIANT` in its own
-process, into `RUNS_DIR/VARIANT`, with `--stop_time_hours` (compilation
-counts), an evaluation only at the end, and every flag after `--` (the
-same for every variant). Then it reads each run's files:
+process, into `RUNS_DIR/VARIANT`, for `--train_steps` steps (the same
+batches for every variant, whatever else the machine runs) or, without
+it, `--stop_time_hours` (compilation counts; only fair on an idle
+machine), with an evaluation only at the end and every flag after `--`
+(the same for every variant). Then it reads each run's files:
 
 - the validation scores of the final evaluation (`eval_log.jsonl`):
   sacrebleu BLEU (cased, detokenized), lowercased BLEU, chrF and
@@ -55,6 +57,8 @@ def parse_flags(argv):
                              "run has finished there already is read, not trained again (an "
                              "unfinished one stops the benchmark).")
     parser.add_argument("--attentions", default=",".join(VARIANTS))
+    parser.add_argument("--train_steps", type=int, default=None,
+                        help="Budget in steps; without it, --stop_time_hours.")
     parser.add_argument("--stop_time_hours", type=float, default=1 / 3)
     parser.add_argument("--output", default="benchmarks/results/rnn_attention_variants.json")
     own, trainer_flags = _split(argv)
@@ -77,6 +81,13 @@ def _split(argv):
     return argv[:index], argv[index + 1:]
 
 
+def budget_flags(flags):
+    """The trainer's flags of the budget: steps, or wall-clock time."""
+    if flags.train_steps is not None:
+        return [f"--train_steps={flags.train_steps}"]
+    return [f"--stop_time_hours={flags.stop_time_hours}", "--train_steps=1000000"]
+
+
 def train_variant(attention, flags):
     """Runs the trainer for one variant (unless its final evaluation is
     there already); returns its model_dir."""
@@ -92,8 +103,8 @@ def train_variant(attention, flags):
     command = [
         sys.executable, "-m", "trainer.translate", "--model=rnn", f"--attention={attention}",
         f"--train_data={flags.train_data}", f"--eval_data={flags.eval_data}",
-        f"--model_dir={model_dir}", f"--stop_time_hours={flags.stop_time_hours}",
-        "--train_steps=1000000", "--eval_every_steps=0", *flags.trainer_flags,
+        f"--model_dir={model_dir}", *budget_flags(flags), "--eval_every_steps=0",
+        *flags.trainer_flags,
     ]
     print(f"{attention}: {' '.join(command[1:])}", flush=True)
     with open(os.path.join(model_dir, "trainer.log"), "w", encoding="utf-8") as log:
@@ -144,8 +155,10 @@ def main(argv=None):
     flags = parse_flags(argv)
     results = {name: read_run(train_variant(name, flags)) for name in flags.attentions}
     summarise(results)
-    write_report({"stop_time_hours": flags.stop_time_hours, "trainer_flags": flags.trainer_flags,
-                  "results": results}, flags.output)
+    budget = ({"train_steps": flags.train_steps} if flags.train_steps is not None
+              else {"stop_time_hours": flags.stop_time_hours})
+    write_report({**budget, "trainer_flags": flags.trainer_flags, "results": results},
+                 flags.output)
 
 
 if __name__ == "__main__":
