@@ -10,6 +10,7 @@ and the load generator (a process of each entry point would add a minute
 of TensorFlow imports to the suite).
 """
 
+import functools
 import importlib
 import os
 import re
@@ -23,6 +24,7 @@ from pipelines import job, text_input
 from tests.conftest import REPOSITORY
 from tfnlp import command_line
 from tfnlp.command_line import UsageError, run_main
+from trainer import distribution, runtime
 
 # What TensorFlow's C++ runtime and Beam print when imported on a machine
 # without a GPU or without Beam's GCP extras, whatever the command line does.
@@ -269,3 +271,19 @@ def test_path_checks_create_nothing_and_name_what_blocks(paths, tmp_path, monkey
         command_line.check_input_file("--vocab_file", paths["text"], "a vocabulary")
     with pytest.raises(PermissionError, match="text.txt of --source_file cannot be read"):
         text_input.match_input_files(paths["text"], flag="--source_file")
+
+
+@pytest.mark.parametrize("check, flag", [
+    (functools.partial(runtime.check_global_batch_size, 10, 1, 4), "--global_batch_size"),
+    (functools.partial(distribution.get_strategy, "multi_worker"), "--strategy"),
+])
+def test_mistakes_found_once_training_starts_exit_2_too(check, flag, monkeypatch, capsys):
+    # Flags that only the run can judge (the replicas, the cluster).
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+
+    def main(argv):
+        check()
+
+    with pytest.raises(SystemExit) as exit_info:
+        run_main(main, [])
+    assert_reported(exit_info.value.code, capsys.readouterr().err, flag)

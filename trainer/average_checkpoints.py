@@ -30,6 +30,7 @@ from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from tfnlp.command_line import (
     ArgumentParser,
+    UsageError,
     check_input_directory,
     check_output_file,
     run_main,
@@ -52,7 +53,7 @@ def checkpoint_paths(model_dir, num_checkpoints):
         )
     paths = list(state.all_model_checkpoint_paths)
     if len(paths) < num_checkpoints:
-        raise ValueError(
+        raise UsageError(
             f"--num_checkpoints={num_checkpoints} but {model_dir} keeps only "
             f"{len(paths)}: {', '.join(os.path.basename(p) for p in paths)}. Ask for at "
             "most that many, or train with a larger --keep_checkpoints."
@@ -92,14 +93,14 @@ def average_checkpoints(paths, output):
     dtypes = readers[-1].get_variable_to_dtype_map()
     for path, reader in zip(paths, readers):
         if set(reader.get_variable_to_dtype_map()) != set(dtypes):
-            raise ValueError(
+            raise UsageError(
                 f"{path} does not hold the same variables as {paths[-1]}: the "
                 "checkpoints come from different models. Average checkpoints of one run."
             )
     names, tensors = [], []
     model_keys = object_keys(readers[-1], "model")
     if not model_keys:
-        raise ValueError(
+        raise UsageError(
             f"{paths[-1]} has no 'model' object: it was not written by a tfnlp trainer "
             "(tf.train.Checkpoint(model=..., ...))."
         )

@@ -22,6 +22,7 @@ import os
 
 import tensorflow as tf
 
+from tfnlp.command_line import UsageError
 from tfnlp.models import (
     BertClassifier,
     BertConfig,
@@ -57,20 +58,20 @@ def build_model(kind, encoder, num_labels=0, dropout=0.1):
         return BertTokenClassifier(encoder, num_classes=num_labels, dropout=dropout)
     if kind == "span":
         return BertSpanExtractor(encoder)
-    raise ValueError(f"Unknown model kind {kind!r}; expected one of {', '.join(MODEL_KINDS)}.")
+    raise UsageError(f"Unknown model kind {kind!r}; expected one of {', '.join(MODEL_KINDS)}.")
 
 
 def check_inputs_fit(config, vocab_file, vocab_size, sequence_length):
     """Raises ValueError unless the vocabulary and the sequence length fit
     the model of `config` (its embeddings and position embeddings)."""
     if vocab_size > config.vocab_size:
-        raise ValueError(
+        raise UsageError(
             f"The vocabulary {vocab_file} has {vocab_size} tokens but the model only "
             f"{config.vocab_size} embeddings. Give the vocabulary the model was "
             "(pre)trained with (--vocab_file)."
         )
     if sequence_length > config.max_position_embeddings:
-        raise ValueError(
+        raise UsageError(
             f"The sequence length {sequence_length} is longer than the model's "
             f"max_position_embeddings={config.max_position_embeddings}; give a shorter "
             "--max_seq_length."
@@ -85,7 +86,7 @@ def config_from_name(name, overrides=None, flag="--config"):
         return BertConfig.preset(name, **overrides)
     if name.endswith(".json"):
         return BertConfig.from_dict({**BertConfig.from_json(name).to_dict(), **overrides})
-    raise ValueError(
+    raise UsageError(
         f"{flag}={name!r} is neither a preset ({', '.join(BertConfig.preset_names())}) "
         "nor a .json BertConfig file."
     )
@@ -147,7 +148,7 @@ def restore_encoder(encoder, prefix):
     try:
         status.assert_existing_objects_matched()
     except AssertionError as error:
-        raise ValueError(
+        raise UsageError(
             f"The checkpoint {prefix} does not hold every variable of a "
             f"{encoder.config.num_layers}-layer encoder at model/encoder ({error}). "
             f"It has {len(names)} variables. Pass a checkpoint of trainer.pretrain "
@@ -182,7 +183,7 @@ def load_run_model(model_dir, checkpoint=""):
     record = run_files.read_serving_record(model_dir)
     kind = record.get("model", "pretraining")
     if kind not in MODEL_KINDS:
-        raise ValueError(
+        raise UsageError(
             f"{model_dir}/{run_files.SERVING_FILE} names an unknown model {kind!r}; "
             f"expected one of {', '.join(MODEL_KINDS)}."
         )
@@ -194,7 +195,7 @@ def load_run_model(model_dir, checkpoint=""):
     try:
         status.assert_existing_objects_matched()
     except AssertionError as error:
-        raise ValueError(
+        raise UsageError(
             f"The checkpoint {prefix} does not match the model rebuilt from "
             f"{config_path} ({error}). Export with the config.json the run wrote "
             "beside its checkpoints."

@@ -5,6 +5,8 @@ import os
 
 import tensorflow as tf
 
+from tfnlp.command_line import UsageError
+
 STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
 
 
@@ -35,7 +37,7 @@ def get_strategy(name, tpu=None):
         return tf.distribute.MirroredStrategy(devices=devices)
     if name == "multi_worker":
         if not os.environ.get("TF_CONFIG"):
-            raise ValueError(
+            raise UsageError(
                 "--strategy=multi_worker needs the cluster in the TF_CONFIG "
                 "environment variable, for example TF_CONFIG='{\"cluster\": "
                 "{\"worker\": [\"host1:port\", \"host2:port\"]}, \"task\": "
@@ -47,7 +49,7 @@ def get_strategy(name, tpu=None):
         tf.config.experimental_connect_to_cluster(resolver)
         tf.tpu.experimental.initialize_tpu_system(resolver)
         return tf.distribute.TPUStrategy(resolver)
-    raise ValueError(
+    raise UsageError(
         f"Unknown --strategy={name!r}. Choose one of: {', '.join(STRATEGIES)}."
     )
 

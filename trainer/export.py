@@ -36,6 +36,7 @@ import tensorflow as tf
 
 from tfnlp.command_line import (
     ArgumentParser,
+    UsageError,
     add_boolean_flag,
     check_input_directory,
     check_input_file,
@@ -114,7 +115,7 @@ def sentence_transformers_options(model_dir):
             elif pooling.get("pooling_mode_cls_token"):
                 options["pooling"] = "cls"
             else:
-                raise ValueError(
+                raise UsageError(
                     f"{model_dir}: the sentence-transformers pooling {pooling} is not "
                     "supported; tfnlp exports mean and [CLS] pooling."
                 )
@@ -260,7 +261,7 @@ def run(flags):
     model, record = load_trained_model(flags.model_dir, flags.checkpoint)
     vocab_file = _first(flags.vocab_file, record.get("vocab_file"))
     if vocab_file is None and flags.text_signatures:
-        raise ValueError(
+        raise UsageError(
             f"{flags.model_dir} records no vocabulary, and the text signatures need "
             "one: give --vocab_file (the vocabulary the model was trained with), or "
             "--notext_signatures to export the ids signatures only."

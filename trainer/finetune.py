@@ -88,7 +88,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfnlp.command_line import run_main
+from tfnlp.command_line import UsageError, run_main
 from tfnlp.text.bert_tokenizer import BertTokenizer
 from trainer import finetune_data, optimization, run_files, runtime
 from trainer.bert_models import build_model, check_inputs_fit, encoder_from_source
@@ -111,7 +111,7 @@ def _config_overrides(flags, from_scratch):
     if from_scratch:
         names += ["vocab_size", "num_layers"]
     elif flags.vocab_size is not None or flags.num_layers is not None:
-        raise ValueError(
+        raise UsageError(
             "--vocab_size and --num_layers change the config of a model trained "
             "from scratch; with --init_checkpoint the checkpoint's config is used. "
             "Leave them out."
@@ -213,7 +213,7 @@ def load_data(flags, tokenizer, batch_size, drop_eval_remainder=False):
     if label_list is None:
         label_list = finetune_data.discover_labels(labels_of(train))
     if len(label_list) < 2 and flags.task == "classification":
-        raise ValueError(
+        raise UsageError(
             f"{flags.train_data} has {len(label_list)} distinct label(s) "
             f"({label_list}); classification needs at least 2. Check --label_column."
         )
@@ -308,7 +308,7 @@ def _steps(flags, train_examples):
     """`(steps_per_epoch, total_steps, keras_epochs)` of the run."""
     steps_per_epoch = train_examples // flags.global_batch_size
     if steps_per_epoch < 1:
-        raise ValueError(
+        raise UsageError(
             f"{flags.train_data} has {train_examples} usable examples, fewer than one "
             f"batch of --global_batch_size={flags.global_batch_size}. Use a smaller "
             "batch or more data."
@@ -379,7 +379,7 @@ def run(flags):
     for report in data.reports:
         LOGGER.info("%s", report.summary())
     if data.eval_examples == 0:
-        raise ValueError(f"{data.eval_path} has no usable evaluation example (see above).")
+        raise UsageError(f"{data.eval_path} has no usable evaluation example (see above).")
     if data.label_list and run.chief:
         run_files.write_labels(flags.model_dir, data.label_list)
     record = serving_record(flags, data.label_list)

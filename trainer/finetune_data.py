@@ -41,6 +41,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from tfnlp.command_line import UsageError
 from tfnlp.models.bert.bert_encoder import ENCODER_INPUTS
 from tfnlp.text.packing import pack_inputs
 
@@ -98,7 +99,7 @@ def _file_format(path):
                          (".json", "jsonl")):
         if lowered.endswith(suffix):
             return name
-    raise ValueError(
+    raise UsageError(
         f"Cannot tell the format of {path!r} from its name. Name the file "
         "*.csv (comma-separated, with a header row), *.tsv (tab-separated, "
         "with a header row) or *.jsonl (one JSON object per line)."
@@ -204,7 +205,7 @@ def read_classification(path, columns=TextColumns(), labels=None):
             missing = [name for name in (resolved.text, resolved.label, resolved.text_pair)
                        if name and name not in record]
             if missing:
-                raise ValueError(
+                raise UsageError(
                     f"{path}: no column {', '.join(map(repr, missing))} in the first "
                     f"row, whose columns are {sorted(record)}. Name the text and "
                     "label columns with --text_column, --text_pair_column and "

@@ -131,7 +131,7 @@ def split_labels(text):
     """The labels of a comma-separated `--labels` value."""
     labels = [label.strip() for label in text.split(",") if label.strip()]
     if len(set(labels)) != len(labels):
-        raise ValueError(f"--labels={text!r} names a label twice.")
+        raise UsageError(f"--labels={text!r} names a label twice.")
     return labels
 
 

@@ -42,7 +42,7 @@ import os
 
 import tensorflow as tf
 
-from tfnlp.command_line import run_main
+from tfnlp.command_line import UsageError, run_main
 from tfnlp.data import pretraining_dataset
 from tfnlp.models import BertEncoder
 from trainer import optimization, runtime, summaries
@@ -64,7 +64,7 @@ def load_config(flags):
     }
     config = config_from_name(flags.config, overrides)
     if config.max_position_embeddings < flags.max_seq_length:
-        raise ValueError(
+        raise UsageError(
             f"--max_seq_length={flags.max_seq_length} is longer than the config's "
             f"max_position_embeddings={config.max_position_embeddings}."
         )

@@ -10,6 +10,7 @@ import sys
 import keras
 import tensorflow as tf
 
+from tfnlp.command_line import UsageError
 from trainer import distribution, run_files
 from trainer.checkpoints import Checkpoints, latest_step
 
@@ -65,13 +66,13 @@ def start_run(model_dir, strategy_name="default", tpu="", mixed_precision=None, 
 
 
 def check_global_batch_size(global_batch_size, replicas, accumulation_steps=1):
-    """Raises ValueError unless the global batch splits evenly over the
+    """Raises UsageError unless the global batch splits evenly over the
     replicas and, on each, into `accumulation_steps` micro-batches."""
     divisor = replicas * accumulation_steps
     if global_batch_size % divisor:
         accumulation = (f" times --gradient_accumulation_steps ({accumulation_steps}) = "
                         f"{divisor}" if accumulation_steps > 1 else "")
-        raise ValueError(
+        raise UsageError(
             f"--global_batch_size={global_batch_size} must be divisible by the number of "
             f"replicas ({replicas}){accumulation}."
         )

@@ -15,6 +15,7 @@ import numpy as np
 import tensorflow as tf
 from tensorboard.plugins.hparams import api as hparams_api
 
+from tfnlp.command_line import UsageError
 from trainer import run_files
 
 # Viridis at 0, .25, .5, .75 and 1; interpolated linearly in between.
@@ -184,12 +185,12 @@ class Profiler:
             try:
                 self.start, self.end = (int(part) for part in profile_steps.split(","))
             except ValueError:
-                raise ValueError(
+                raise UsageError(
                     f"--profile_steps must be 'START,END' (two step numbers), "
                     f"got {profile_steps!r}."
                 ) from None
             if not 1 <= self.start <= self.end:
-                raise ValueError(
+                raise UsageError(
                     f"--profile_steps needs 1 <= START <= END, got {profile_steps!r}."
                 )
 

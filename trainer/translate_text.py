@@ -24,6 +24,7 @@ import tensorflow_text  # noqa: F401  (registers the SentencePiece ops of export
 
 from tfnlp.command_line import (
     ArgumentParser,
+    UsageError,
     check_input_directory,
     check_input_file,
     check_output_file,
@@ -93,7 +94,7 @@ def model_translator(model_dir, checkpoint="", **decoding):
     """A function from a batch of strings to their translations, for a run."""
     record = run_files.read_serving_record(model_dir)
     if record.get("model") != "translation":
-        raise ValueError(
+        raise UsageError(
             f"{model_dir} is not the model_dir of a `python -m trainer.translate` run "
             "(its serving.json does not say model=translation)."
         )
