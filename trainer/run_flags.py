@@ -3,6 +3,7 @@ XLA flags, the wall-clock budget, the positivity checks of step counts, and
 the check of the TFRecord shards a data flag names."""
 
 import tensorflow as tf
+from tensorflow.python.util import deprecation
 
 from tfnlp.command_line import UsageError, add_boolean_flag, check_input_file
 from tfnlp.data import tfrecord_files
@@ -57,6 +58,17 @@ def check_config_flag(config, presets=None, file_description="a BertConfig JSON 
                          f"a preset ({', '.join(presets)}) or {file_description}")
 
 
+def _first_record(path):
+    """The first record of `path` (None if it is empty), read without
+    starting TensorFlow's eager runtime, as `tf.data` would:
+    `MultiWorkerMirroredStrategy`, created later, must configure the
+    runtime's collective ops before it starts. TF1's `tf_record_iterator`
+    reads the file alone."""
+    options = tf.io.TFRecordOptions(tfrecord_files.file_compression(path, "auto"))
+    with deprecation.silence():  # Its deprecation warning is not the user's concern.
+        return next(iter(tf.compat.v1.io.tf_record_iterator(path, options)), None)
+
+
 def check_tfrecord_flag(flag, patterns, writer):
     """Checks, before training, the shards that a data flag names.
 
@@ -84,7 +96,7 @@ def check_tfrecord_flag(flag, patterns, writer):
         raise UsageError(f"{flag}={patterns} matches the directory {first}; expected "
                          f"{expected}. Glob the files in it, e.g. {first}/*.")
     try:
-        tfrecord_files.first_record([first], tfrecord_files.file_compressions([first], "auto"))
+        _first_record(first)
     except tf.errors.DataLossError as error:
         raise UsageError(f"{flag}: {first} is not a TFRecord file (its first record is "
                          f"corrupt); expected {expected}. Check the glob.") from error
