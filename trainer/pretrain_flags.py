@@ -4,7 +4,6 @@ from tfnlp.command_line import (
     ArgumentParser,
     add_boolean_flag,
     check_input_file,
-    check_output_directory,
 )
 from trainer.optimization import OPTIMIZERS
 from trainer.run_flags import (
@@ -12,7 +11,7 @@ from trainer.run_flags import (
     add_stop_time_flag,
     check_config_flag,
     check_counts,
-    check_tfrecord_flag,
+    check_run_flags,
 )
 
 
@@ -116,13 +115,8 @@ def check_paths(flags):
         UsageError: a data flag matches no TFRecord file, an input file
             cannot be read, or an output directory cannot be written.
     """
-    check_tfrecord_flag("--train_data", flags.train_data, "pipelines.pretraining_data")
-    if flags.eval_data:
-        check_tfrecord_flag("--eval_data", flags.eval_data, "pipelines.pretraining_data")
+    check_run_flags(flags, "pipelines.pretraining_data")
     if flags.vocab_file:
         check_input_file("--vocab_file", flags.vocab_file,
                          "the WordPiece vocabulary of the data, one token a line")
     check_config_flag(flags.config)
-    check_output_directory("--model_dir", flags.model_dir)
-    if flags.export_dir:
-        check_output_directory("--export_dir", flags.export_dir)

@@ -5,7 +5,12 @@ the check of the TFRecord shards a data flag names."""
 import tensorflow as tf
 from tensorflow.python.util import deprecation
 
-from tfnlp.command_line import UsageError, add_boolean_flag, check_input_file
+from tfnlp.command_line import (
+    UsageError,
+    add_boolean_flag,
+    check_input_file,
+    check_output_directory,
+)
 from tfnlp.data import tfrecord_files
 from tfnlp.models import BertConfig
 from trainer.distribution import STRATEGIES
@@ -67,6 +72,26 @@ def _first_record(path):
     options = tf.io.TFRecordOptions(tfrecord_files.file_compression(path, "auto"))
     with deprecation.silence():  # Its deprecation warning is not the user's concern.
         return next(iter(tf.compat.v1.io.tf_record_iterator(path, options)), None)
+
+
+def check_run_flags(flags, writer):
+    """Checks, before training, the paths every trainer's flags name:
+    `--train_data` and `--eval_data` (when given) with `check_tfrecord_flag`,
+    and that `--model_dir` and `--export_dir` (when given) can be written.
+
+    Args:
+        flags: the parsed flags.
+        writer: the module that writes the data shards, for the messages.
+
+    Raises:
+        UsageError: as `check_tfrecord_flag` and `check_output_directory`.
+    """
+    check_tfrecord_flag("--train_data", flags.train_data, writer)
+    if flags.eval_data:
+        check_tfrecord_flag("--eval_data", flags.eval_data, writer)
+    check_output_directory("--model_dir", flags.model_dir)
+    if flags.export_dir:
+        check_output_directory("--export_dir", flags.export_dir)
 
 
 def check_tfrecord_flag(flag, patterns, writer):

@@ -4,7 +4,6 @@ from tfnlp.command_line import (
     ArgumentParser,
     add_boolean_flag,
     check_input_file,
-    check_output_directory,
 )
 from tfnlp.models.seq2seq import ATTENTIONS, PRESETS, RNN_PRESETS
 from trainer.optimization import OPTIMIZERS, SCHEDULES
@@ -13,7 +12,7 @@ from trainer.run_flags import (
     add_stop_time_flag,
     check_config_flag,
     check_counts,
-    check_tfrecord_flag,
+    check_run_flags,
 )
 
 LENGTH_PENALTIES = ("gnmt", "average", "none")
@@ -176,14 +175,9 @@ def check_paths(flags):
         UsageError: a data flag matches no TFRecord file, an input file
             cannot be read, or an output directory cannot be written.
     """
-    check_tfrecord_flag("--train_data", flags.train_data, "pipelines.translation_data")
-    if flags.eval_data:
-        check_tfrecord_flag("--eval_data", flags.eval_data, "pipelines.translation_data")
+    check_run_flags(flags, "pipelines.translation_data")
     if flags.vocab_file:
         check_input_file("--vocab_file", flags.vocab_file,
                          "the SentencePiece model (.model) of the data")
     check_config_flag(flags.config, sorted(RNN_PRESETS if flags.model == "rnn" else PRESETS),
                       f"a JSON file of the {flags.model} model's sizes")
-    check_output_directory("--model_dir", flags.model_dir)
-    if flags.export_dir:
-        check_output_directory("--export_dir", flags.export_dir)
