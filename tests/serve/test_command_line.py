@@ -44,11 +44,13 @@ def test_server_subprocess_serves_and_logs_each_request(toy_export_dir):
             200, {"predictions": [4]})
         status, body = call(server, "POST", "/v1/models/toy:predict", {"instances": [1]})
         assert status == 400 and "where text" in body["error"]
-        access_lines = [lines.get(timeout=30) for _ in range(2)]
+        # Each line is written after its response, by the request's own
+        # thread: the second request's line can come first.
+        access_lines = "\n".join(lines.get(timeout=30).rstrip() for _ in range(2))
         assert re.search(r"POST /v1/models/toy/versions/1:predict 200 \d+\.\d ms$",
-                         access_lines[0].rstrip())
+                         access_lines, re.MULTILINE)
         assert re.search(r"POST /v1/models/toy:predict 400 \d+\.\d ms$",
-                         access_lines[1].rstrip())
+                         access_lines, re.MULTILINE)
     finally:
         process.terminate()
         process.wait(timeout=30)
