@@ -7,11 +7,10 @@ from tfnlp.command_line import (
     UsageError,
     add_boolean_flag,
     check_input_file,
-    check_output_directory,
 )
 from trainer import finetune_data
 from trainer.optimization import OPTIMIZERS
-from trainer.run_flags import add_distribution_flags, check_config_flag
+from trainer.run_flags import add_distribution_flags, check_config_flag, check_output_flags
 
 
 def finetuning_parser():
@@ -157,6 +156,4 @@ def check_paths(flags):
             f"--init_checkpoint={checkpoint} does not exist; expected a pretraining "
             "model_dir, a checkpoint prefix (DIR/ckpt-N) or a Hugging Face BERT "
             "directory. Check the path.")
-    check_output_directory("--model_dir", flags.model_dir)
-    if flags.export_dir:
-        check_output_directory("--export_dir", flags.export_dir)
+    check_output_flags(flags)

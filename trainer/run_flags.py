@@ -75,9 +75,9 @@ def _first_record(path):
 
 
 def check_run_flags(flags, writer):
-    """Checks, before training, the paths every trainer's flags name:
+    """Checks, before training, the paths of a trainer that reads TFRecords:
     `--train_data` and `--eval_data` (when given) with `check_tfrecord_flag`,
-    and that `--model_dir` and `--export_dir` (when given) can be written.
+    then the output directories with `check_output_flags`.
 
     Args:
         flags: the parsed flags.
@@ -89,6 +89,16 @@ def check_run_flags(flags, writer):
     check_tfrecord_flag("--train_data", flags.train_data, writer)
     if flags.eval_data:
         check_tfrecord_flag("--eval_data", flags.eval_data, writer)
+    check_output_flags(flags)
+
+
+def check_output_flags(flags):
+    """Checks that every trainer's `--model_dir` and `--export_dir` (when
+    given) can be written.
+
+    Raises:
+        UsageError: as `check_output_directory`.
+    """
     check_output_directory("--model_dir", flags.model_dir)
     if flags.export_dir:
         check_output_directory("--export_dir", flags.export_dir)
