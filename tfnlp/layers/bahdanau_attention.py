@@ -137,7 +137,7 @@ class BahdanauAttention(GlobalAttention):
 
     def scores_from_keys(self, query, keys):
         """Scores of shape `(batch, query_length, source_length)`."""
-        projected_query = ops.einsum("...d,du->...u", query, self.query_kernel)
+        projected_query = self.project_query(query, self.query_kernel)
         hidden = ops.expand_dims(projected_query, 2) + ops.expand_dims(keys, 1)
         attention_vector = ops.convert_to_tensor(self.attention_vector)
         if self.normalize:

@@ -150,7 +150,7 @@ class LuongAttention(GlobalAttention):
         if self.score == "concat":
             # W_a [h_t; h̄_s] = W_query h_t + W_value h̄_s, broadcast over
             # (query_length, source_length).
-            projected_query = ops.einsum("...d,du->...u", query, self.query_kernel)
+            projected_query = self.project_query(query, self.query_kernel)
             hidden = ops.tanh(ops.expand_dims(projected_query, 2) + ops.expand_dims(keys, 1))
             scores = ops.sum(hidden * self.attention_vector, axis=-1)
         else:
