@@ -50,7 +50,7 @@ from tfnlp.data.translation_schema import INPUTS
 from tfnlp.text import SentencePieceTokenizer
 from trainer import optimization, runtime, summaries
 from trainer.run_files import CONFIG_FILE, read_json, write_json, write_serving_record
-from trainer.tasks.translation import TranslationTask
+from trainer.tasks import TranslationTask
 from trainer.training_loop import LoopSchedule, TrainingLoop, evaluate, train
 from trainer.translate_flags import check_paths, parse_flags
 from trainer.translation_eval import TranslationEvaluator, Translator
