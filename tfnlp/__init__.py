@@ -10,5 +10,5 @@ from tfnlp.lazy_imports import lazy_attributes
 __version__ = "0.1.0"
 
 __getattr__, __dir__ = lazy_attributes(
-    __name__, {name: name for name in ("data", "decoding", "export", "layers", "losses", "metrics", "models", "serve", "text")}
+    __name__, {name: name for name in ("data", "decoding", "export", "layers", "losses", "metrics", "models", "serve", "text", "visualization")}
 )
