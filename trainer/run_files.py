@@ -5,13 +5,14 @@ new trainer writes what `trainer.export` and users already know how to read:
 
 | file | written by | holds |
 |---|---|---|
-| `config.json` | every trainer | the model's config (`BertConfig` today) |
-| `serving.json` | every trainer | what an export needs besides the checkpoint: the model kind, vocabulary, lower-casing, sequence length, labels (`write_serving_record`) |
+| `config.json` | every trainer | the model's config: the `BertConfig` (pretraining, fine-tuning) or the Keras-serialized translation model |
+| `serving.json` | every trainer | what an export needs besides the checkpoint: the model kind and vocabulary, then lower-casing, sequence length and labels (BERT) or the decoding settings (translation) (`write_serving_record`) |
 | `labels.json` | `trainer.finetune` | the label list; a label's class id is its index |
 | `eval_results.json` | `trainer.finetune` | the final evaluation |
 | `train_log.jsonl`, `eval_log.jsonl` | the custom loop | one JSON line per step / per evaluation (`JsonLog`) |
 | `ckpt-STEP.*`, `checkpoint` | `trainer.checkpoints` | `tf.train.Checkpoint`s |
 | `train/`, `eval/` | the trainers | TensorBoard logs |
+| `best/`, `best/best.json` | `trainer.translate` | the checkpoint of the best validation BLEU, its step and scores (named in `trainer.translation_models`) |
 | `.worker_checkpoints/`, `.worker_export/` | non-chief workers | scratch, deleted or ignored |
 """
 
