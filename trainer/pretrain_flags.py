@@ -5,10 +5,9 @@ from tfnlp.command_line import (
     add_boolean_flag,
     check_input_file,
 )
-from trainer.optimization import OPTIMIZERS
 from trainer.run_flags import (
-    add_distribution_flags,
-    add_stop_time_flag,
+    add_loop_output_flags,
+    add_loop_training_flags,
     check_config_flag,
     check_counts,
     check_run_flags,
@@ -57,31 +56,14 @@ def pretraining_parser():
     training.add_argument("--global_batch_size", type=int, required=True,
                           help="Examples per step over all replicas.")
     training.add_argument("--train_steps", type=int, required=True)
-    training.add_argument("--learning_rate", type=float, default=1e-4,
-                          help="The peak learning rate (after the warmup).")
-    training.add_argument("--warmup_steps", type=int, default=10_000)
-    training.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw")
-    training.add_argument("--weight_decay", type=float, default=0.01)
-    training.add_argument("--clip_norm", type=float, default=1.0,
-                          help="Clip the gradient to this global norm; 0 for none.")
-    training.add_argument("--gradient_accumulation_steps", type=int, default=1,
-                          help="Split each replica's batch into this many micro-batches.")
-    add_distribution_flags(training)
-    add_stop_time_flag(training)
+    add_loop_training_flags(training)
 
     outputs = parser.add_argument_group("checkpoints, logs and export")
-    outputs.add_argument("--checkpoint_every_steps", type=int, default=1000)
-    outputs.add_argument("--keep_checkpoints", type=int, default=5)
-    outputs.add_argument("--log_every_steps", type=int, default=100,
-                         help="Steps between TensorBoard scalars and log lines.")
-    outputs.add_argument("--eval_every_steps", type=int, default=0,
-                         help="Steps between evaluations (0: only at the end).")
+    add_loop_output_flags(outputs)
     outputs.add_argument("--eval_steps", type=int, default=20,
                          help="Global batches per evaluation.")
     outputs.add_argument("--attention_images_every_steps", type=int, default=1000,
                          help="Steps between attention heatmaps (0: none).")
-    outputs.add_argument("--profile_steps", default="",
-                         help="'START,END': trace these steps with the TF profiler.")
     outputs.add_argument("--export_dir", default="",
                          help="Write the trained encoder as a SavedModel here.")
     return parser

@@ -1,6 +1,7 @@
 """The command-line flags every trainer shares: the strategy, precision and
-XLA flags, the wall-clock budget, the positivity checks of step counts, and
-the check of the TFRecord shards a data flag names."""
+XLA flags, the wall-clock budget, the optimizer and output flags of the
+trainers on the custom loop, the positivity checks of step counts, and the
+check of the TFRecord shards a data flag names."""
 
 import tensorflow as tf
 from tensorflow.python.util import deprecation
@@ -14,6 +15,7 @@ from tfnlp.command_line import (
 from tfnlp.data import tfrecord_files
 from tfnlp.models import BertConfig
 from trainer.distribution import STRATEGIES
+from trainer.optimization import OPTIMIZERS
 from trainer.runtime import MIXED_PRECISION
 
 
@@ -35,6 +37,40 @@ def add_stop_time_flag(group):
              "began (compilation and evaluations count), evaluating, saving and "
              "exporting as at --train_steps; 0: no limit. The learning-rate "
              "schedule still runs to --train_steps.")
+
+
+def add_loop_training_flags(group):
+    """Adds the training flags of the trainers on `training_loop.train`: the
+    optimizer (`--learning_rate`, the peak after `--warmup_steps`;
+    `--optimizer`, `--weight_decay`, `--clip_norm`), `--gradient_accumulation_steps`,
+    the distribution flags and `--stop_time_hours`. The defaults are BERT
+    pretraining's; a trainer changes them with `parser.set_defaults`."""
+    group.add_argument("--learning_rate", type=float, default=1e-4,
+                       help="The peak learning rate (after the warmup).")
+    group.add_argument("--warmup_steps", type=int, default=10_000)
+    group.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw")
+    group.add_argument("--weight_decay", type=float, default=0.01)
+    group.add_argument("--clip_norm", type=float, default=1.0,
+                       help="Clip the gradient to this global norm; 0 for none.")
+    group.add_argument("--gradient_accumulation_steps", type=int, default=1,
+                       help="Split each replica's batch into this many micro-batches.")
+    add_distribution_flags(group)
+    add_stop_time_flag(group)
+
+
+def add_loop_output_flags(group):
+    """Adds when the trainers on `training_loop.train` save, log, evaluate and
+    profile: `--checkpoint_every_steps`, `--keep_checkpoints`,
+    `--log_every_steps`, `--eval_every_steps` (default 0: only at the end)
+    and `--profile_steps`."""
+    group.add_argument("--checkpoint_every_steps", type=int, default=1000)
+    group.add_argument("--keep_checkpoints", type=int, default=5)
+    group.add_argument("--log_every_steps", type=int, default=100,
+                       help="Steps between TensorBoard scalars and log lines.")
+    group.add_argument("--eval_every_steps", type=int, default=0,
+                       help="Steps between evaluations (0: only at the end).")
+    group.add_argument("--profile_steps", default="",
+                       help="'START,END': trace these steps with the TF profiler.")
 
 
 def check_counts(parser, flags, positive=(), non_negative=()):

@@ -6,10 +6,10 @@ from tfnlp.command_line import (
     check_input_file,
 )
 from tfnlp.models.seq2seq import ATTENTIONS, PRESETS, RNN_PRESETS
-from trainer.optimization import OPTIMIZERS, SCHEDULES
+from trainer.optimization import SCHEDULES
 from trainer.run_flags import (
-    add_distribution_flags,
-    add_stop_time_flag,
+    add_loop_output_flags,
+    add_loop_training_flags,
     check_config_flag,
     check_counts,
     check_run_flags,
@@ -100,28 +100,13 @@ def translation_parser():
     training = parser.add_argument_group("training")
     training.add_argument("--train_steps", type=int, required=True)
     training.add_argument("--label_smoothing", type=float, default=0.1)
-    training.add_argument("--learning_rate", type=float, default=1e-3,
-                          help="The peak learning rate (after the warmup).")
     training.add_argument("--learning_rate_schedule", choices=SCHEDULES,
                           default="inverse_sqrt")
-    training.add_argument("--warmup_steps", type=int, default=4000)
-    training.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw")
     training.add_argument("--adam_beta_2", type=float, default=0.98)
-    training.add_argument("--weight_decay", type=float, default=0.0001)
-    training.add_argument("--clip_norm", type=float, default=0.0,
-                          help="Clip the gradient to this global norm; 0 for none.")
-    training.add_argument("--gradient_accumulation_steps", type=int, default=1,
-                          help="Split each replica's batch into this many micro-batches.")
-    add_distribution_flags(training)
-    add_stop_time_flag(training)
+    add_loop_training_flags(training)
 
     outputs = parser.add_argument_group("checkpoints, evaluation, logs and export")
-    outputs.add_argument("--checkpoint_every_steps", type=int, default=1000)
-    outputs.add_argument("--keep_checkpoints", type=int, default=5)
-    outputs.add_argument("--log_every_steps", type=int, default=100,
-                         help="Steps between TensorBoard scalars and log lines.")
-    outputs.add_argument("--eval_every_steps", type=int, default=1000,
-                         help="Steps between evaluations (0: only at the end).")
+    add_loop_output_flags(outputs)
     outputs.add_argument("--sample_sentences", type=int, default=3,
                          help="Validation sentences whose translations and "
                               "cross-attention are logged at each evaluation.")
@@ -129,13 +114,14 @@ def translation_parser():
                          help="The Transformer's heatmaps: its last block's cross-attention "
                               "averaged over the heads (one image a sentence), or one image "
                               "a head.")
-    outputs.add_argument("--profile_steps", default="",
-                         help="'START,END': trace these steps with the TF profiler.")
     outputs.add_argument("--export_dir", default="",
                          help="Write the model (the best checkpoint by validation BLEU "
                               "when there is one) as a text-in/text-out SavedModel here.")
     decoding = parser.add_argument_group("decoding (evaluation and export)")
     add_decoding_flags(decoding)
+    # The Transformer recipe (Vaswani et al.; fairseq's defaults for it).
+    parser.set_defaults(learning_rate=1e-3, warmup_steps=4000, weight_decay=0.0001,
+                        clip_norm=0.0, eval_every_steps=1000)
     return parser
 
 
