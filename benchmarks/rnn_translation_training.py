@@ -56,10 +56,9 @@ luong_general,luong_concat,bahdanau,bahdanau_normalized` (about 5 minutes;
 tfnlp is 1.05x (Luong general) and 1.03x (Bahdanau) the Keras-layers
 model; Luong concat is on par (0.999x: the goal of >= 1 missed by 0.1% in
 this run, within the run-to-run noise; the goal line prints NOT met); the
-weight normalization costs about 2%. Two
-earlier versions were slower: with the query of Bahdanau and Luong concat
-projected by an `einsum` (in place of `GlobalAttention.project_query`),
-Bahdanau ran at 0.77x; before the teacher-forced loop wrote only the step
+weight normalization costs about 2%. Two earlier versions were slower: with
+the query of Bahdanau and Luong concat projected by an `einsum` (in place
+of `GlobalAttention.project_query`), Bahdanau ran at 0.77x; before the teacher-forced loop wrote only the step
 outputs (`scan_steps`; it had stacked the whole carry, LSTM states
 included, at every step, and the alignments in training too), Luong
 general and Bahdanau ran at 0.96 and 1.02x. `--quick` (the tiny preset,
