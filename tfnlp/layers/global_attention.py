@@ -74,7 +74,7 @@ class GlobalAttention(keras.layers.Layer):
         gradient transposes by a runtime permutation, which XLA refuses inside
         the decoder's loop; an `einsum` compiles but made the training step of
         Bahdanau attention 0.77x the speed of Keras' `AdditiveAttention`
-        model, and this 1.04x (`benchmarks.rnn_translation_training`)."""
+        model, and this about 1.03x (`benchmarks.rnn_translation_training`)."""
         query_shape = ops.shape(query)
         projected = ops.matmul(ops.reshape(query, (-1, query_shape[-1])), kernel)
         return ops.reshape(projected, (query_shape[0], query_shape[1], kernel.shape[-1]))
