@@ -119,7 +119,7 @@ def translation_parser():
                               "when there is one) as a text-in/text-out SavedModel here.")
     decoding = parser.add_argument_group("decoding (evaluation and export)")
     add_decoding_flags(decoding)
-    # The Transformer recipe (Vaswani et al.; fairseq's defaults for it).
+    # Translation's own defaults; add_loop_training_flags' are BERT pretraining's.
     parser.set_defaults(learning_rate=1e-3, warmup_steps=4000, weight_decay=0.0001,
                         clip_norm=0.0, eval_every_steps=1000)
     return parser
