@@ -152,6 +152,8 @@ def test_one_epoch_keeps_every_fitting_pair_within_the_token_budget(
     assert max(smaller.values(), default=0) <= 1
     dropped = [pair for pair in pairs if pair_length(pair) > MAX_LENGTH]
     assert len(dropped) == 14
+    # Both edges are in the data: 8 pairs of exactly MAX_LENGTH (kept), 3 one past.
+    assert {MAX_LENGTH, MAX_LENGTH + 1} <= {pair_length(pair) for pair in pairs}
     assert collections.Counter(pairs_of(result)) == collections.Counter(fitting(pairs))
 
 

@@ -33,6 +33,15 @@ def test_matches_the_smoothed_distribution_written_out(smoothing):
     assert (to_numpy(loss)[targets == 0] == 0).all()
 
 
-def test_rejects_a_smoothing_outside_zero_to_one():
+@pytest.mark.parametrize("smoothing", [-1e-6, 1.0, 1.5])
+def test_rejects_a_smoothing_outside_zero_to_one(smoothing):
     with pytest.raises(ValueError, match=r"\[0, 1\)"):
-        label_smoothed_cross_entropy(np.ones((1, 1), "int32"), np.zeros((1, 1, 3)), 1.0)
+        label_smoothed_cross_entropy(np.ones((1, 1), "int32"), np.zeros((1, 1, 3)), smoothing)
+
+
+def test_a_smoothing_just_below_one_is_accepted():
+    """The upper edge of [0, 1): nearly all the mass spread, the loss near
+    the mean of -log p over the vocabulary (log 3 for uniform logits)."""
+    loss, _ = label_smoothed_cross_entropy(np.ones((1, 1), "int32"),
+                                           np.zeros((1, 1, 3), "float32"), 0.999)
+    np.testing.assert_allclose(to_numpy(loss), [[np.log(3)]], rtol=1e-6)

@@ -252,6 +252,8 @@ def count_long_pairs(files, max_length, compression=None):
     ...         writer.write(translation_schema.serialize_pair(inputs, targets))
     >>> count_long_pairs(path, max_length=4)
     (1, 2)
+    >>> count_long_pairs(path, max_length=5)  # a pair of exactly max_length fits
+    (0, 2)
     """
     files, compressions = _match_files(files, compression)
     read_file = tfrecord_files.record_reader(files, compressions)
