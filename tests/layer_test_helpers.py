@@ -43,6 +43,19 @@ def to_numpy(tensor):
     return keras.ops.convert_to_numpy(tensor)
 
 
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def numpy_lstm_step(cell, x, hidden, memory_cell):
+    """One step of a Keras LSTM cell (gates i, f, c, o) in NumPy: the new
+    `(hidden, memory_cell)`."""
+    kernel, recurrent_kernel, bias = (to_numpy(weight) for weight in cell.weights)
+    i, f, c, o = np.split(x @ kernel + hidden @ recurrent_kernel + bias, 4, axis=-1)
+    memory_cell = sigmoid(f) * memory_cell + sigmoid(i) * np.tanh(c)
+    return sigmoid(o) * np.tanh(memory_cell), memory_cell
+
+
 def reference_masked_softmax(scores, mask):
     """Numpy softmax over the last axis of (batch, Tq, Ts) scores, with a
     (batch, Ts) memory mask; masked positions get weight 0."""

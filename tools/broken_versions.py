@@ -20,9 +20,9 @@ where they must pass, so that a failure is known to come from the breakage.
 This is the habit of docs/ARCHITECTURE.md's testing section made
 repeatable: a test is trusted once it has been seen to fail on a broken
 version of the code it checks. `tools/mutation_report.py` does the same
-blindly, over many small mutations of the pure-Python modules; the cases
-here are the deliberate, larger breakages that found weak tests (issue 15),
-for the tests that need TensorFlow, subprocesses or trained models.
+blindly, over many small mutations; the cases here are the deliberate,
+larger breakages that found weak tests, and the ones a mutation tool cannot
+reach: code run in the trainers' subprocesses, trained models, exports.
 """
 
 import argparse
@@ -125,6 +125,62 @@ CASES = (
          "    max_num_tokens = config.max_seq_length - 3",
          "    max_num_tokens = config.max_seq_length - 6",
          ("tests/pipelines/test_pretraining_data.py::test_real_text_matches_the_original_distribution",)),
+    # The translation models and decoding.
+    Case("luong_attends_with_the_previous_state", "tfnlp/models/seq2seq/rnn_seq2seq.py",
+         "attend(\n                x, memory", "attend(\n                lstm_states[-1][0], memory",
+         ("tests/models/seq2seq/test_rnn_seq2seq.py::test_logits_follow_each_papers_step_order[luong_dot]",
+          "tests/models/seq2seq/test_rnn_seq2seq.py::test_logits_follow_each_papers_step_order[luong_general]",
+          "tests/models/seq2seq/test_rnn_seq2seq.py::test_logits_follow_each_papers_step_order[luong_concat]")),
+    Case("bahdanau_attends_again_with_the_new_state", "tfnlp/models/seq2seq/rnn_seq2seq.py",
+         "if self.input_feeding:\n            context, alignment",
+         "if self.attention is not None:\n            context, alignment",
+         ("tests/models/seq2seq/test_rnn_seq2seq.py::test_logits_follow_each_papers_step_order[bahdanau]",
+          "tests/models/seq2seq/test_rnn_seq2seq.py::test_logits_follow_each_papers_step_order[bahdanau_normalized]")),
+    Case("decoder_layers_start_from_the_encoder_layers_reversed",
+         "tfnlp/models/seq2seq/rnn_seq2seq.py",
+         'for state in outputs["final_states"]]', 'for state in outputs["final_states"][::-1]]',
+         ("tests/models/seq2seq/test_rnn_seq2seq.py::test_logits_follow_each_papers_step_order[None]",
+          "tests/models/seq2seq/test_rnn_seq2seq.py::test_logits_follow_each_papers_step_order[luong_general]",
+          "tests/models/seq2seq/test_rnn_seq2seq.py::test_logits_follow_each_papers_step_order[bahdanau]")),
+    Case("rnn_dropout_one_mask_for_every_step", "tfnlp/models/seq2seq/rnn_seq2seq.py",
+         "step_masks = ops.take(dropout_masks, index, axis=0)",
+         "step_masks = ops.take(dropout_masks, 0, axis=0)",
+         ("tests/models/seq2seq/test_rnn_seq2seq.py::test_dropout_acts_in_training_only_and_differs_per_step",)),
+    Case("length_bound_rounded_down", "tfnlp/models/seq2seq/generation.py",
+         "ops.ceil(max_length_a", "ops.floor(max_length_a",
+         ("tests/models/seq2seq/test_rnn_seq2seq.py::test_each_translation_reaches_its_length_bound_a_source_length_plus_b_and_stops[rounded_up]",)),
+    Case("length_bound_counts_the_source_eos", "tfnlp/models/seq2seq/generation.py",
+         "(source_lengths - 1.0)", "source_lengths",
+         ("tests/models/seq2seq/test_rnn_seq2seq.py::test_each_translation_reaches_its_length_bound_a_source_length_plus_b_and_stops[rounded_up]",
+          "tests/models/seq2seq/test_rnn_seq2seq.py::test_each_translation_reaches_its_length_bound_a_source_length_plus_b_and_stops[capped_at_max_length]")),
+    Case("length_bound_ignored_for_a_0", "tfnlp/models/seq2seq/generation.py",
+         "if max_length_a is not None:", "if max_length_a:",
+         ("tests/models/seq2seq/test_rnn_seq2seq.py::test_each_translation_reaches_its_length_bound_a_source_length_plus_b_and_stops[a_0_b_0]",)),
+    Case("generation_starts_from_eos", "tfnlp/models/seq2seq/generation.py",
+         'BOS_ID, dtype="int32")', 'EOS_ID, dtype="int32")',
+         ("tests/models/seq2seq/test_rnn_seq2seq.py::test_greedy_generation_equals_greedy_choices_of_teacher_forced_passes",
+          "tests/models/seq2seq/test_transformer_seq2seq.py::test_greedy_generation_equals_greedy_choices_of_teacher_forced_passes")),
+    Case("transformer_refuses_max_length_equal_to_max_sequence_length",
+         "tfnlp/models/seq2seq/transformer_seq2seq.py",
+         "if max_length > self.max_sequence_length:", "if max_length >= self.max_sequence_length:",
+         ("tests/models/seq2seq/test_transformer_seq2seq.py::test_generation_runs_up_to_max_sequence_length_and_refuses_one_more",)),
+    Case("per_example_max_lengths_not_capped", "tfnlp/decoding/contract.py",
+         "max_lengths = ops.clip(max_lengths, 1, max_length)",
+         "max_lengths = ops.maximum(max_lengths, 1)",
+         ("tests/decoding/test_beam_search.py::test_per_example_max_lengths",)),
+    Case("top_k_capped_one_below_the_vocabulary", "tfnlp/decoding/sampling.py",
+         "min(self.top_k, vocabulary_size)", "min(self.top_k, vocabulary_size - 1)",
+         ("tests/decoding/test_sampling.py::test_top_k_of_the_vocabulary_size_or_more_samples_every_token[8]",
+          "tests/decoding/test_sampling.py::test_top_k_of_the_vocabulary_size_or_more_samples_every_token[9]")),
+    Case("top_p_above_one_accepted", "tfnlp/decoding/sampling.py",
+         "or not 0 < top_p <= 1", "or not 0 < top_p",
+         ("tests/decoding/test_api.py::test_invalid_arguments_are_explained",)),
+    Case("sampling_config_drops_min_length", "tfnlp/decoding/sampling.py",
+         '            "min_length": self.min_length,\n', "",
+         ("tests/decoding/test_api.py::test_config_round_trip[RandomSampling]",)),
+    Case("encoder_final_cell_state_takes_the_backward_hidden_state", "tfnlp/layers/lstm_encoder.py",
+         "[forward_cell, backward_cell], -1)", "[forward_cell, backward_hidden], -1)",
+         ("tests/layers/test_lstm_encoder.py::test_final_hidden_and_cell_states_are_forward_then_backward_after_the_real_tokens",)),
 )
 
 

@@ -8,18 +8,22 @@ from tests.decoding.toy_models import ToyModel
 from tfnlp import decoding
 from tfnlp.decoding import BeamSearch, GreedySearch, RandomSampling
 
-DECODERS = [
-    GreedySearch(min_length=2, no_repeat_ngram_size=3),
-    BeamSearch(beam_size=5, length_penalty="average", alpha=-0.5, num_return_sequences=3,
-               min_length=1, no_repeat_ngram_size=2, early_stopping=False),
-    RandomSampling(top_k=10, top_p=0.8, temperature=0.7, seed=3, num_return_sequences=2,
-                   min_length=1),
-]
+# Every argument other than its default, so a setting that is dropped or
+# replaced by its default on the way shows.
+ARGUMENTS = {
+    GreedySearch: dict(min_length=2, no_repeat_ngram_size=3),
+    BeamSearch: dict(beam_size=5, length_penalty="average", alpha=-0.5, num_return_sequences=3,
+                     min_length=1, no_repeat_ngram_size=2, early_stopping=False),
+    RandomSampling: dict(top_k=10, top_p=0.8, temperature=0.7, seed=3, num_return_sequences=2,
+                         min_length=1),
+}
+DECODERS = [cls(**arguments) for cls, arguments in ARGUMENTS.items()]
 
 
 @pytest.mark.parametrize("decoder", DECODERS, ids=lambda d: type(d).__name__)
 def test_config_round_trip(decoder):
     config = decoder.get_config()
+    assert config == ARGUMENTS[type(decoder)]
     for name, value in config.items():
         assert getattr(decoder, name) == value
     rebuilt = type(decoder).from_config(config)
@@ -49,14 +53,30 @@ def test_num_sequences():
     (lambda: BeamSearch(length_penalty="wu"), "`length_penalty` must be one of"),
     (lambda: BeamSearch(beam_size=2, num_return_sequences=3), "Raise `beam_size`"),
     (lambda: BeamSearch(beam_size=0), "`beam_size` must be"),
+    (lambda: BeamSearch(beam_size=2, num_return_sequences=0), "between 1 and `beam_size`"),
     (lambda: GreedySearch(min_length=-1), "`min_length` must be"),
+    (lambda: GreedySearch(no_repeat_ngram_size=-1), "`no_repeat_ngram_size` must be"),
     (lambda: RandomSampling(top_p=0.0), r"`top_p` must be a number in \(0, 1\]"),
+    (lambda: RandomSampling(top_p=1.01), r"`top_p` must be a number in \(0, 1\]"),
+    (lambda: RandomSampling(top_k=-1), "`top_k` must be"),
     (lambda: RandomSampling(temperature=0.0), "use `GreedySearch`"),
     (lambda: RandomSampling(seed=-1), "`seed` must be"),
+    (lambda: RandomSampling(num_return_sequences=0), "`num_return_sequences` must be"),
 ])
 def test_invalid_arguments_are_explained(make, message):
     with pytest.raises(ValueError, match=message):
         make()
+
+
+def test_arguments_at_the_edges_of_their_ranges_are_accepted():
+    # The last accepted value at each edge that
+    # test_invalid_arguments_are_explained steps past.
+    assert BeamSearch(beam_size=1).num_sequences == 1
+    assert BeamSearch(beam_size=3, num_return_sequences=3).num_sequences == 3
+    assert GreedySearch(min_length=0, no_repeat_ngram_size=0).min_length == 0
+    sampling = RandomSampling(top_k=0, top_p=1.0, seed=0, min_length=0)
+    assert (sampling.top_k, sampling.top_p, sampling.seed) == (0, 1.0, 0)
+    assert RandomSampling(top_p=1e-6, temperature=1e-6).top_p == 1e-6
 
 
 def test_invalid_calls_are_explained():
@@ -65,6 +85,8 @@ def test_invalid_calls_are_explained():
     cache = model.initial_cache()
     with pytest.raises(ValueError, match="`max_length` must be a Python int >= 1"):
         decoder(model.step_fn, cache, model.start_ids, 1, 0)
+    with pytest.raises(ValueError, match="`end_id` must be a non-negative Python int"):
+        decoder(model.step_fn, cache, model.start_ids, -1, 3)
     with pytest.raises(ValueError, match=r"`start_ids` must have shape \(batch,\)"):
         decoder(model.step_fn, cache, model.start_ids[:, None], 1, 3)
     with pytest.raises(ValueError, match="the cache leaf at cache\\['bias'\\] has shape"):

@@ -153,14 +153,16 @@ def test_no_repeat_ngram(ngram_size):
 
 def test_per_example_max_lengths():
     model = ToyModel(vocabulary_size=6, max_length=7, batch_size=3, seed=8, end_bias=-1.0)
-    max_lengths = np.array([2, 7, 4], np.int32)
+    # A bound past max_length is max_length.
+    max_lengths = np.array([2, 4, 9], np.int32)
     decoder = BeamSearch(3, "gnmt", 0.6, num_return_sequences=2)
     result = decode(decoder, model, 7, max_lengths=max_lengths)
-    assert (result["lengths"] <= max_lengths[:, None]).all()
+    bounds = np.minimum(max_lengths, 7)
+    assert (result["lengths"] <= bounds[:, None]).all()
     assert (result["lengths"][0] == 2).all()  # no end within 2 tokens: truncated
+    assert (result["lengths"][2] == 7).all()  # no end within 7 either
     references.assert_result_matches(
-        result,
-        [reference(model, example, int(max_lengths[example]), decoder) for example in range(3)],
+        result, [reference(model, example, int(bounds[example]), decoder) for example in range(3)],
     )
 
 

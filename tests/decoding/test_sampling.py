@@ -77,6 +77,13 @@ def test_top_k_samples_only_the_k_most_probable_tokens():
     np.testing.assert_allclose(frequencies[top], expected, atol=0.015)
 
 
+@pytest.mark.parametrize("top_k", [len(PROBABILITIES), len(PROBABILITIES) + 1])
+def test_top_k_of_the_vocabulary_size_or_more_samples_every_token(top_k):
+    frequencies = sample_once(RandomSampling(top_k=top_k, seed=4))
+    assert (frequencies > 0).all()
+    np.testing.assert_allclose(frequencies, PROBABILITIES, atol=0.015)
+
+
 @pytest.mark.parametrize("top_p", [0.5, 0.75, 0.9])
 def test_top_p_samples_the_renormalised_nucleus(top_p):
     frequencies = sample_once(RandomSampling(top_p=top_p, seed=5))
@@ -103,7 +110,8 @@ def test_min_length():
     unconstrained = decode(RandomSampling(seed=7, num_return_sequences=4), model)
     assert (unconstrained["lengths"] < 3).any()
     result = decode(RandomSampling(seed=7, num_return_sequences=4, min_length=2), model)
-    assert (result["lengths"] >= 3).all()
+    # End is allowed from the third token on, and taken there.
+    assert (result["lengths"] >= 3).all() and (result["lengths"] == 3).any()
 
 
 def test_every_step_draws_new_random_numbers():

@@ -6,6 +6,7 @@ from tests.layer_test_helpers import (
     assert_allclose_nested,
     assert_changes_do_not_leak,
     check_layer,
+    numpy_lstm_step,
     random_inputs,
 )
 from tfnlp.layers.lstm_encoder import LSTMEncoder
@@ -123,6 +124,37 @@ def test_bidirectional_final_states_are_forward_then_backward(num_layers):
                 atol=1e-6,
             )
         assert np.all(layer_output[1, LENGTHS[1] :] == 0.0)
+
+
+def numpy_lstm(cell, inputs):
+    """Keras' LSTM cell run over `inputs` `(steps, features)` in NumPy: the
+    hidden states of every step and the final `(hidden, cell)` state."""
+    hidden = memory = np.zeros(cell.units)
+    outputs = []
+    for x in inputs:
+        hidden, memory = numpy_lstm_step(cell, x, hidden, memory)
+        outputs.append(hidden)
+    return np.array(outputs), (hidden, memory)
+
+
+def test_final_hidden_and_cell_states_are_forward_then_backward_after_the_real_tokens():
+    encoder = LSTMEncoder(UNITS, num_layers=2, bidirectional=True)
+    batch = padded_batch()
+    outputs = encoder(**batch)
+    for example, length in enumerate(LENGTHS):
+        sequence = batch["inputs"][example, :length]
+        for layer, (hidden, cell) in zip(encoder.recurrent_layers, outputs["final_states"]):
+            forward, (forward_hidden, forward_cell) = numpy_lstm(
+                layer.forward_layer.cell, sequence)
+            backward, (backward_hidden, backward_cell) = numpy_lstm(
+                layer.backward_layer.cell, sequence[::-1])
+            # Measured: 6e-8.
+            np.testing.assert_allclose(np.asarray(hidden)[example],
+                                       np.concatenate([forward_hidden, backward_hidden]),
+                                       atol=1e-6)
+            np.testing.assert_allclose(np.asarray(cell)[example],
+                                       np.concatenate([forward_cell, backward_cell]), atol=1e-6)
+            sequence = np.concatenate([forward, backward[::-1]], axis=-1)
 
 
 @pytest.mark.parametrize("bidirectional", [False, True])

@@ -2,9 +2,10 @@ import keras
 import numpy as np
 import pytest
 
-from tests.layer_test_helpers import to_numpy
+from tests.layer_test_helpers import numpy_lstm_step, to_numpy
 from tests.model_test_helpers import check_model
-from tests.models.seq2seq.seq2seq_batches import random_batch
+from tests.models.seq2seq.seq2seq_batches import random_batch, teacher_forced_greedy
+from tfnlp.data.translation_schema import EOS_ID
 from tfnlp.decoding import BeamSearch, GreedySearch, RandomSampling
 from tfnlp.models import RNNSeq2Seq
 from tfnlp.models.seq2seq import ATTENTIONS
@@ -25,30 +26,73 @@ def batch(**arguments):
     return random_batch(VOCABULARY, **arguments)
 
 
-def sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
+def make_attention_sharp(model, seed=0):
+    """Sets every weight of `model` so that its attention is far from
+    uniform, and so that the decoder's states before and after a step attend
+    to different source tokens.
+
+    At initial weights the encoder outputs of a tiny model are nearly equal
+    and the scores nearly zero: the attention is almost uniform, and which
+    decoder state attends changes the logits by about 1e-9. Here the LSTM
+    gates are saturated (input and output gates open, forget gate almost
+    shut, large input kernels), so each state is a pattern of about ±0.76
+    set mostly by the current token, and the score weights are large.
+    Luong's dot score has no weights: its scores are bounded by the LSTM
+    states, so its attention is less sharp (`SHARPEST_WEIGHT`)."""
+    rng = np.random.default_rng(seed)
+    for variable in model.weights:
+        path = variable.path
+        if "/attention/" in path:
+            value = rng.normal(scale=5.0, size=variable.shape)
+        elif "lstm" in path or "decoder_cell" in path:
+            if path.endswith("bias"):  # Keras' gate order: input, forget, cell, output.
+                value = np.repeat([4.0, -4.0, 0.0, 4.0], variable.shape[0] // 4)
+            elif path.endswith("recurrent_kernel"):
+                value = rng.normal(scale=0.5, size=variable.shape)
+            else:
+                value = rng.normal(scale=3.0, size=variable.shape)
+        else:
+            value = rng.normal(scale=1.0 if "embeddings" in path else 0.5, size=variable.shape)
+        variable.assign(value)
+    if model.attention == "bahdanau_normalized":
+        # The normalized score's length is its scale g, not |v_a|.
+        model.attention_layer.scale.assign(20.0)
+        model.attention_layer.bias.assign(np.zeros(model.attention_layer.units))
 
 
-def lstm_step(cell, x, hidden, memory_cell):
-    """Keras' LSTM cell equations (gates i, f, c, o), in NumPy."""
-    kernel, recurrent_kernel, bias = (to_numpy(weight) for weight in cell.weights)
-    z = x @ kernel + hidden @ recurrent_kernel + bias
-    i, f, c, o = np.split(z, 4, axis=-1)
-    memory_cell = sigmoid(f) * memory_cell + sigmoid(i) * np.tanh(c)
-    return sigmoid(o) * np.tanh(memory_cell), memory_cell
+def sharp_model(attention):
+    """`tiny_model` with `make_attention_sharp`'s weights, 16 units wide (the
+    dot score's range grows with the width) and in float64: sharp attention
+    amplifies rounding (a float32 model and its reference then differ by up
+    to 1e-2), which would drown the comparison."""
+    model = tiny_model(attention, hidden_dim=16, dtype="float64")
+    make_attention_sharp(model)
+    return model
 
 
-def reference_logits(model, inputs):
+def reference_decoder(model, inputs):
     """The decoder written out step by step in NumPy, in the order of the
-    papers: input feeding for Luong, attention from the previous state
-    before the cell for Bahdanau, the final encoder states only for none.
-    The encoder and the attention scores are the model's own layers (they
-    have their own tests)."""
-    memory = model.encode(inputs["encoder_token_ids"])
-    values, mask = to_numpy(memory["values"]), to_numpy(memory["mask"])
-    states = [[to_numpy(h), to_numpy(c)] for h, c in memory["states"]]
+    papers: input feeding and the new top state h_t attending after the
+    cells for Luong; the previous top state s_{t-1} attending before the
+    cells, its context read by the first cell, for Bahdanau; the final
+    encoder states only for none. The encoder and the attention scores are
+    the model's own layers (they have their own tests); the embedding
+    lookup, the source mask and which encoder layer starts which decoder
+    layer are written out here.
+
+    Returns a dict of the `"logits"`, the `"alignments"` (zeros without
+    attention) and the `"other_alignments"`: those the other paper's query
+    (the new state for Bahdanau, the previous one for Luong) would give at
+    the same steps."""
     embeddings = to_numpy(model.token_embedding.embeddings)
+    source = inputs["encoder_token_ids"]
+    mask = source != 0
+    encoded = model.encoder(embeddings[source], mask=mask)
+    values = to_numpy(encoded["sequence_output"])
+    # Decoder layer k starts from encoder layer k's final states.
+    states = [[to_numpy(h), to_numpy(c)] for h, c in encoded["final_states"]]
     output_kernel, output_bias = (to_numpy(weight) for weight in model.output_projection.weights)
+    luong = model.attention is not None and model.attention.startswith("luong")
     feed = np.zeros_like(states[-1][0])
 
     def attend(query):
@@ -59,32 +103,60 @@ def reference_logits(model, inputs):
         kernel = to_numpy(model.attention_projection.kernel)
         return np.tanh(np.concatenate([context, hidden], -1) @ kernel)
 
-    logits = []
+    logits, alignments, other_alignments = [], [], []
     for token_ids in inputs["decoder_token_ids"].T:
+        previous = states[-1][0]
         x = embeddings[token_ids]
-        if model.attention and model.attention.startswith("luong"):
+        if luong:
             x = np.concatenate([x, feed], -1)
         elif model.attention:
-            context, _ = attend(states[-1][0])
+            context, alignment = attend(previous)
             x = np.concatenate([x, context], -1)
         for index, cell in enumerate(model.decoder_cells):
-            states[index] = list(lstm_step(cell, x, *states[index]))
+            states[index] = list(numpy_lstm_step(cell, x, *states[index]))
             x = states[index][0]
-        if model.attention and model.attention.startswith("luong"):
-            context, _ = attend(x)
+        if luong:
+            context, alignment = attend(x)
+            other_alignments.append(attend(previous)[1])
             x = feed = attentional(context, x)
         elif model.attention:
+            other_alignments.append(attend(x)[1])
             x = attentional(context, x)
+        else:
+            alignment = np.zeros(source.shape)
+            other_alignments.append(alignment)
+        alignments.append(alignment)
         logits.append(x @ output_kernel + output_bias)
-    return np.stack(logits, axis=1)
+    return {"logits": np.stack(logits, axis=1), "alignments": np.stack(alignments, axis=1),
+            "other_alignments": np.stack(other_alignments, axis=1)}
+
+
+# The weight that most rows of make_attention_sharp's alignments put on one
+# source token: Luong's dot score has no weights to make it sharper.
+SHARPEST_WEIGHT = {"luong_dot": 0.4, "luong_general": 0.9, "luong_concat": 0.9,
+                   "bahdanau": 0.9, "bahdanau_normalized": 0.9}
 
 
 @pytest.mark.parametrize("attention", VARIANTS, ids=str)
 def test_logits_follow_each_papers_step_order(attention):
-    model = tiny_model(attention)
+    model = sharp_model(attention)
     inputs = batch()
-    np.testing.assert_allclose(to_numpy(model(inputs)), reference_logits(model, inputs),
-                               atol=2e-5, rtol=1e-4)
+    expected = reference_decoder(model, inputs)
+    # Measured: 2.4e-7 (the logits are cast to float32).
+    np.testing.assert_allclose(to_numpy(model(inputs)), expected["logits"], atol=2e-6, rtol=0)
+    if attention is None:
+        return
+    # Each paper's query: Bahdanau's step t attends with the state of step
+    # t - 1, Luong's with the state step t computed. Measured: 2.9e-13.
+    alignments = to_numpy(model.alignments(inputs))
+    np.testing.assert_allclose(alignments, expected["alignments"], atol=3e-12, rtol=0)
+    # The comparison can see the order: the attention is far from uniform
+    # (in the examples of more than one source token) ...
+    several_tokens = alignments[:2]
+    assert (several_tokens.max(-1) > SHARPEST_WEIGHT[attention]).mean() > 0.7
+    # ... and the other paper's query attends elsewhere.
+    moved = np.abs(expected["other_alignments"] - expected["alignments"]).max(-1)[:2]
+    assert (moved > 0.3).sum() >= 3
 
 
 @pytest.mark.parametrize("attention", VARIANTS, ids=str)
@@ -136,6 +208,18 @@ def test_dropout_acts_in_training_only_and_differs_per_step():
     trained = to_numpy(model(inputs, training=True))
     assert np.abs(trained - to_numpy(model(inputs))).max() > 1e-3
     assert not np.allclose(trained, to_numpy(model(inputs, training=True)))
+    # The logits are an affine map of the dropped-out attentional state, by
+    # a (hidden_dim, vocabulary) kernel of full rank: solving for that state
+    # shows which of its features each step's mask dropped (measured: the
+    # dropped ones below 1e-9, the kept ones above 4e-5).
+    kernel, bias = (to_numpy(weight).astype("float64")
+                    for weight in model.output_projection.weights)
+    states = np.linalg.lstsq(kernel.T, (trained - bias).reshape(-1, VOCABULARY).T, rcond=None)[0]
+    dropped = np.abs(states.T.reshape(trained.shape[:2] + (-1,))) < 1e-7
+    assert 0.3 < dropped.mean() < 0.7
+    # One mask per step: no example keeps one pattern at all its steps.
+    for example in dropped:
+        assert (example != example[0]).any()
 
 
 @pytest.mark.parametrize("attention", VARIANTS)
@@ -163,6 +247,14 @@ def test_model_checks_config_keras_archive_and_jax(attention, tmp_path):
     check_model(tiny_model(attention), batch(), tmp_path, jax=True)
 
 
+def test_greedy_generation_equals_greedy_choices_of_teacher_forced_passes():
+    model = tiny_model("luong_concat")
+    sources = batch()["encoder_token_ids"]
+    result = model.generate(sources, GreedySearch(), max_length=6)
+    np.testing.assert_array_equal(to_numpy(result["ids"])[:, 0],
+                                  teacher_forced_greedy(model, sources, 6))
+
+
 def test_greedy_and_beam_decoding_give_a_sentence_the_same_output_alone_or_in_a_batch():
     model = tiny_model("bahdanau")
     sources = batch()["encoder_token_ids"]
@@ -173,6 +265,31 @@ def test_greedy_and_beam_decoding_give_a_sentence_the_same_output_alone_or_in_a_
         np.testing.assert_allclose(to_numpy(together["scores"])[1:2],
                                    to_numpy(alone["scores"]), atol=1e-5)
 
+
+@pytest.mark.parametrize("max_length_a, max_length_b, max_length, expected", [
+    # ceil(1.5 * 5) + 1, 1.5 * 2 + 1 and 1.5 * 0 + 1 tokens.
+    pytest.param(1.5, 1, 10, [9, 4, 1], id="rounded_up"),
+    # ceil(0.5 * 5) + 2 = 5 capped at max_length, 0.5 * 2 + 2, 0.5 * 0 + 2.
+    pytest.param(0.5, 2, 4, [4, 3, 2], id="capped_at_max_length"),
+    # A bound of 0 still generates one token.
+    pytest.param(0.0, 0, 4, [1, 1, 1], id="a_0_b_0"),
+])
+def test_each_translation_reaches_its_length_bound_a_source_length_plus_b_and_stops(
+        max_length_a, max_length_b, max_length, expected):
+    """fairseq's --max-len-a/b: at most ceil(a * source length + b) tokens,
+    the source length without its EOS; here the sources have 5, 2 and 0
+    tokens and EOS can never win, so each translation runs to its bound."""
+    model = tiny_model("luong_general")
+    bias = to_numpy(model.output_projection.bias).copy()
+    bias[EOS_ID] = -1e4
+    model.output_projection.bias.assign(bias)
+    result = model.generate(batch()["encoder_token_ids"], GreedySearch(), max_length,
+                            max_length_a, max_length_b)
+    lengths = to_numpy(result["lengths"])[:, 0]
+    ids = to_numpy(result["ids"])[:, 0]
+    assert lengths.tolist() == expected
+    assert ids.shape == (3, max_length)
+    assert ((ids != 0) == (np.arange(max_length) < lengths[:, None])).all()
 
 
 def test_sampling_with_top_k_1_is_greedy_and_a_seed_repeats_the_samples():

@@ -5,7 +5,8 @@ import pytest
 
 from tests.layer_test_helpers import to_numpy
 from tests.model_test_helpers import check_model
-from tests.models.seq2seq.seq2seq_batches import random_batch
+from tests.models.seq2seq.seq2seq_batches import random_batch, teacher_forced_greedy
+from tfnlp.decoding import GreedySearch
 from tfnlp.models import TransformerSeq2Seq, decoder_inputs
 from tfnlp.models.seq2seq import PRESETS
 
@@ -81,6 +82,29 @@ def test_cached_decode_steps_equal_the_teacher_forced_pass(overrides):
         logits, cache = model.decode_step(inputs["decoder_token_ids"][:, index], cache, index)
         steps.append(to_numpy(logits))
     np.testing.assert_allclose(np.stack(steps, axis=1), expected, atol=1e-5, rtol=1e-4)
+
+
+# The first teacher-forced pass has one target position: Keras warns that
+# its self-attention softmax is over one key.
+@pytest.mark.filterwarnings("ignore:You are using a softmax over axis -1")
+def test_greedy_generation_equals_greedy_choices_of_teacher_forced_passes():
+    model = tiny_model()
+    sources = batch()["encoder_token_ids"]
+    result = model.generate(sources, GreedySearch(), max_length=6)
+    np.testing.assert_array_equal(to_numpy(result["ids"])[:, 0],
+                                  teacher_forced_greedy(model, sources, 6))
+
+
+def test_generation_runs_up_to_max_sequence_length_and_refuses_one_more():
+    # Learned positions: the last row of the table is the last position.
+    model = tiny_model(position_encoding="learned", max_sequence_length=6)
+    sources = batch()["encoder_token_ids"][:, :6]
+    result = model.generate(sources, GreedySearch(), max_length=6)
+    assert to_numpy(result["ids"]).shape == (3, 1, 6)
+    assert (to_numpy(result["lengths"]) == 6).any()  # position 5 was decoded
+    with pytest.raises(ValueError, match="max_length=7 is longer than the model's "
+                                         "max_sequence_length=6"):
+        model.generate(sources, GreedySearch(), max_length=7)
 
 
 def test_source_padding_and_batch_neighbours_do_not_change_a_sentence():
