@@ -171,6 +171,19 @@ def test_a_request_over_max_batch_size_runs_in_batches_of_max_batch_size():
     assert function.batch_sizes == [2, 2, 1]
 
 
+@pytest.mark.parametrize("rows, batch_sizes", [(3, [3]), (4, [4]), (5, [4, 1])],
+                         ids=["3_rows", "4_rows", "5_rows"])
+def test_a_request_of_max_batch_size_rows_runs_as_one_batch_and_one_row_more_as_two(
+        rows, batch_sizes):
+    function = CountingFunction()
+    batcher = Batcher(max_batch_size=4, batch_timeout_micros=0)
+    results = batcher.run("double", function, {"x": np.arange(rows)})
+    assert function.batch_sizes == batch_sizes
+    assert [outputs["y"].tolist() for _, outputs in results] == [
+        [2 * value for value in range(start, start + size)]
+        for start, size in zip(np.cumsum([0] + batch_sizes[:-1]), batch_sizes)]
+
+
 def test_an_error_in_any_batch_of_a_request_reaches_the_caller():
     function = CountingFunction()
     batcher = Batcher(max_batch_size=2, batch_timeout_micros=0)

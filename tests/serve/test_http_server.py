@@ -160,6 +160,19 @@ def test_oversized_body_gets_413_without_being_read(server):
     assert_still_serving(server)
 
 
+def test_a_body_of_max_body_bytes_is_read_and_one_byte_more_gets_413(server):
+    body = json.dumps({"instances": ["ok"]}).encode()
+    body += b" " * (100_000 - len(body))  # JSON may end with white space.
+    assert call(server, "POST", PREDICT, body) == (200, {"predictions": [{
+        "first_byte": "o", "length": 2 + LENGTH_OFFSET, "text_bytes": {"b64": "b2s="},
+        "upper": "OK"}]})
+    status, response = call(server, "POST", PREDICT, body + b" ")
+    assert status == 413
+    assert response["error"].startswith(
+        "The request body is 100001 bytes, more than the server's --max_body_bytes=100000.")
+    assert_still_serving(server)
+
+
 def test_missing_content_length_gets_411(server):
     connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
     connection.putrequest("POST", PREDICT)
@@ -304,6 +317,59 @@ def test_a_content_length_that_is_not_ascii_digits_gets_411(server, length):
     assert_still_serving(server)
 
 
+@pytest.mark.parametrize("length, status", [
+    pytest.param("0", 400, id="0"),  # Read: an empty body is not JSON.
+    # Read: the longest number, more than --max_body_bytes.
+    pytest.param("9" * 18, 413, id="18_digits"),
+    pytest.param("", 411, id="empty"), pytest.param("9" * 19, 411, id="19_digits"),
+])
+def test_a_content_length_of_1_to_18_ascii_digits_is_read_and_none_or_more_get_411(
+        server, length, status):
+    request = (f"POST {PREDICT} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+               f"Content-Length: {length}\r\n\r\n").encode("ascii")
+    answer_status, error = status_and_error(exchange(server, request))
+    assert answer_status == status, error
+    assert ("ASCII digits" in error) == (status == 411)
+    assert_still_serving(server)
+
+
+def send_in_parts(server, head, parts, gap_seconds):
+    """Sends `head`, then each of `parts` `gap_seconds` after the one
+    before, on a new connection; returns the raw answer."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as connection:
+        connection.sendall(head)
+        for part in parts:
+            time.sleep(gap_seconds)
+            try:
+                connection.sendall(part)
+            except OSError:
+                break  # The server answered, and closed, before reading it all.
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    return answer
+
+
+def test_the_request_timeout_bounds_the_whole_body_not_each_read(server):
+    # --request_timeout=1: a body that arrives in parts 0.3 s apart within
+    # the second is read; one whose parts come 0.4 s apart over 2 seconds
+    # gets 408, though no single wait is as long as the timeout.
+    body = json.dumps({"instances": ["ok"]}).encode()
+    head = (f"POST {PREDICT} HTTP/1.1\r\nConnection: close\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode()
+    answer = send_in_parts(server, head + body[:5], [body[5:10], body[10:]], gap_seconds=0.3)
+    assert answer.startswith(b"HTTP/1.1 200 "), answer[:300]
+    started = time.monotonic()
+    parts = [body[index:index + 1] for index in range(5, 10)] + [body[10:]]
+    answer = send_in_parts(server, head + body[:5], parts, gap_seconds=0.4)
+    status, error = status_and_error(answer)
+    assert status == 408, error
+    received = int(re.search(r"Only (\d+) of the", error).group(1))
+    assert 5 < received < len(body)  # Parts arrived before the deadline, not all.
+    assert 1 <= time.monotonic() - started < 5
+    assert_still_serving(server)
+
+
 def test_a_body_shorter_than_its_content_length_gets_408_after_the_request_timeout(server):
     started = time.monotonic()
     answer = exchange(server, f"POST {PREDICT} HTTP/1.1\r\nContent-Length: 100\r\n\r\n"
@@ -360,6 +426,8 @@ def test_unknown_methods_and_malformed_request_lines_get_an_http_response(
 
 
 def test_more_instances_than_the_limit_get_413(server):
+    status, response = call(server, "POST", PREDICT, {"instances": ["a"] * 50})
+    assert status == 200 and len(response["predictions"]) == 50
     status, response = call(server, "POST", PREDICT, {"instances": ["a"] * 51})
     assert status == 413
     assert "51 instances, more than the server's --max_instances_per_request=50" in (

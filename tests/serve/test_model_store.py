@@ -73,6 +73,20 @@ def test_zero_padded_version_directories_are_their_numbers(tmp_path, toy_export_
         ModelStore(tmp_path / "toy")
 
 
+def test_versions_are_the_directories_named_by_ascii_digits_that_hold_a_saved_model(
+        tmp_path, toy_export_dir):
+    # Version 0 is the smallest; "-1", "7a" and "١" (an Arabic-Indic one,
+    # a digit to str.isdigit) are not versions, nor is "5", whose export
+    # is not finished (no saved_model.pb yet).
+    for name in ("0", "7", "-1", "\u0661", "7a"):
+        shutil.copytree(toy_export_dir / "1", tmp_path / "toy" / name)
+    (tmp_path / "toy" / "5" / "variables").mkdir(parents=True)
+    store = ModelStore(tmp_path / "toy")
+    assert store.versions == [0, 7]
+    assert store.get("toy", 0).path == str(tmp_path / "toy" / "0")
+    assert store.get("toy").version == 7
+
+
 def test_model_name_defaults_to_the_directory_name(toy_export_dir):
     assert ModelStore(toy_export_dir, model_name="renamed").name == "renamed"
 

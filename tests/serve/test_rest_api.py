@@ -10,6 +10,7 @@ against the exported toy model.
 
 import base64
 import json
+import math
 
 import ml_dtypes
 import numpy as np
@@ -277,15 +278,54 @@ def test_strings_of_max_string_bytes_are_accepted_and_longer_ones_rejected():
     )
 
 
-def test_integers_at_the_limits_of_their_dtype_are_accepted():
-    request = parse({"signature_name": "weighted_sum", "instances": [
-        {"ids": [-2**31, 2**31 - 1], "scale": 1}]}, SIGNATURES)
-    assert inputs_of(request)["ids"].tolist() == [[-2**31, 2**31 - 1]]
-    assert rejection({"signature_name": "weighted_sum", "instances": [
-        {"ids": [-2**31 - 1], "scale": 1}]}) == (
-        "Input 'ids' has -2147483649, outside the range of int32 "
-        "(-2147483648 to 2147483647)."
-    )
+def single_input(dtype):
+    """The signatures of a model whose one input `x` has `dtype`, [batch]."""
+    return {"serving_default": plain_signature("serving_default", x=(dtype, (None,)))}
+
+
+# The smallest and largest value of each dtype, written out (not numpy's).
+INTEGER_RANGES = {
+    "int8": (-128, 127), "int16": (-2**15, 2**15 - 1), "int32": (-2**31, 2**31 - 1),
+    "int64": (-2**63, 2**63 - 1), "uint8": (0, 255), "uint16": (0, 2**16 - 1),
+    "uint32": (0, 2**32 - 1), "uint64": (0, 2**64 - 1),
+}
+FLOAT_LARGEST = {"float16": 65504.0, "float32": 3.4028234663852886e38,
+                 "float64": 1.7976931348623157e308}
+
+
+@pytest.mark.parametrize("dtype", list(INTEGER_RANGES))
+def test_integers_from_the_smallest_to_the_largest_of_their_dtype_are_accepted_and_no_others(
+        dtype):
+    smallest, largest = INTEGER_RANGES[dtype]
+    signatures = single_input(dtype)
+    array = inputs_of(parse({"instances": [smallest, largest]}, signatures))["x"]
+    assert array.dtype == np.dtype(dtype)
+    assert array.tolist() == [smallest, largest]
+    for value in (smallest - 1, largest + 1):
+        assert rejection({"instances": [value]}, signatures) == (
+            f"Input 'x' has {value}, outside the range of {dtype} ({smallest} to {largest}).")
+
+
+@pytest.mark.parametrize("dtype", list(FLOAT_LARGEST))
+def test_numbers_up_to_the_largest_magnitude_of_their_float_dtype_are_accepted_and_no_larger(
+        dtype):
+    largest = FLOAT_LARGEST[dtype]
+    signatures = single_input(dtype)
+    # The largest magnitude, as a float and as an integer (compared
+    # exactly), and the infinities (not a magnitude) are accepted ...
+    accepted = [largest, -largest, int(largest), -int(largest), math.inf, -math.inf]
+    array = inputs_of(parse({"instances": accepted}, signatures))["x"]
+    assert array.dtype == np.dtype(dtype)
+    assert array.tolist() == accepted
+    # ... and the next float and integer beyond it are not (float64 has no
+    # finite float beyond it).
+    beyond = [int(largest) + 1, -int(largest) - 1]
+    if math.isfinite(math.nextafter(largest, math.inf)):
+        beyond += [math.nextafter(largest, math.inf), -math.nextafter(largest, math.inf)]
+    for value in beyond:
+        assert rejection({"instances": [value]}, signatures).endswith(
+            f", outside the range of {dtype} (largest magnitude {largest:g}); send NaN, "
+            "Infinity or -Infinity for a value that is not finite.")
 
 
 def test_a_bool_input_takes_only_true_and_false():
@@ -382,8 +422,11 @@ def test_an_unpaired_surrogate_in_a_string_is_rejected():
 
 
 def test_an_integer_of_thousands_of_digits_is_not_json_the_server_reads():
+    # Python's limit: 4300 digits are read, 4301 are not.
+    assert parse_json_object(b'{"instances": [' + b"9" * 4300 + b"]}") == {
+        "instances": [int("9" * 4300)]}
     with pytest.raises(RequestError, match=r"not valid JSON.*4300 digits"):
-        parse_json_object(b'{"instances": [' + b"9" * 5000 + b"]}")
+        parse_json_object(b'{"instances": [' + b"9" * 4301 + b"]}")
     huge = int("9" * 4000)
     assert rejection({"signature_name": "weighted_sum",
                       "instances": [{"ids": [huge], "scale": 1}]}) == (
@@ -394,6 +437,12 @@ def test_an_integer_of_thousands_of_digits_is_not_json_the_server_reads():
         "Input 'scale' has an integer of 4000 digits, outside the range of float32")
     assert "outside the range of float32" in rejection(
         {"signature_name": "weighted_sum", "instances": [{"ids": [1], "scale": 1e39}]})
+
+
+def test_inputs_nested_32_lists_deep_are_read():
+    nested = json.loads("[" * 32 + "1.5" + "]" * 32)
+    request = parse({"signature_name": "any_rank", "inputs": nested}, OTHER_SIGNATURES)
+    assert inputs_of(request)["x"].shape == (1,) * 32
 
 
 @pytest.mark.parametrize("depth", [33, 65, 900])
@@ -429,8 +478,10 @@ def test_more_instances_than_the_limit_get_413_naming_it():
             parse_predict_request(request, SIGNATURES, max_string_bytes=10, max_instances=3)
         assert raised.value.status == 413
         assert "--max_instances_per_request=3" in raised.value.message
-    assert parse_predict_request({"instances": ["a"] * 3}, SIGNATURES, max_string_bytes=10,
-                                 max_instances=3).batch_size == 3
+    for request in ({"instances": ["a"] * 3}, {"inputs": ["a"] * 3},
+                    {"inputs": {"text": ["a"] * 3}}):
+        assert parse_predict_request(request, SIGNATURES, max_string_bytes=10,
+                                     max_instances=3).batch_size == 3
 
 
 def test_a_list_of_values_is_read_as_a_column_for_an_input_of_shape_minus_1_by_1():

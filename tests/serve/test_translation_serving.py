@@ -7,11 +7,16 @@ The weights are random: what is under test is the serving, not the
 translations, so each answer is compared with the SavedModel's own output
 for the same input, called in-process. Random weights still translate each
 sentence differently (by score, and mostly by text), so an answer given to
-the wrong client would show.
+the wrong client would show. The SavedModel's own output is in turn checked
+against the decoding settings of the serving record it was exported from
+(`RECORD_SETTINGS`, none of them the default of `TranslationSignatures`,
+`make_decoder` or `BeamSearch`, so that a setting dropped on the way to the
+export shows).
 """
 
 import base64
 import json
+import math
 import queue
 import re
 import subprocess
@@ -22,14 +27,17 @@ import types
 import keras
 import numpy as np
 import pytest
+import sentencepiece
 import tensorflow as tf
 
 from tests.conftest import REPOSITORY
 from tests.serve.client import call
 from tests.serve.test_command_line import ENVIRONMENT, SERVING_LINE, read_lines
 from tests.translation_helpers import TINY_SIZES, multi30k_translation_data
-from tfnlp.data.translation_schema import EOS_ID
+from tfnlp import decoding
+from tfnlp.data.translation_schema import BOS_ID, EOS_ID, PAD_ID
 from tfnlp.models import TransformerSeq2Seq
+from tfnlp.models.seq2seq.generation import DECODER_TOKEN_IDS, ENCODER_TOKEN_IDS
 from tfnlp.serve.http_server import start_server
 from tfnlp.serve.load_test import run_load_test
 from tfnlp.serve.model_store import ModelStore
@@ -40,6 +48,11 @@ MODEL_NAME = "translator"
 PREDICT = f"/v1/models/{MODEL_NAME}:predict"
 MAX_LENGTH = 16
 TRAIN_PAIRS, EVAL_PAIRS = 200, 16
+# The decoding settings of the serving record. A source of n pieces gets at
+# most ceil(1.25 * n) + 3 tokens: 15, 16 and 17 (max_length - 1, max_length
+# and one more) for 9, 10 and 11 pieces.
+RECORD_SETTINGS = {"max_length": MAX_LENGTH, "beam_size": 2, "length_penalty": "average",
+                   "length_penalty_alpha": 0.8, "max_length_a": 1.25, "max_length_b": 3}
 
 
 @pytest.fixture(scope="module")
@@ -50,17 +63,20 @@ def data(tmp_path_factory, shared_data_dir):
 
 
 @pytest.fixture(scope="module")
-def export_dir(tmp_path_factory, data):
-    """Version 1 of a random-weight 1+1-layer model, beam search of 2."""
+def model(data):
+    """A random-weight 1+1-layer model."""
     keras.utils.set_random_seed(0)
     tokenizer = SentencePieceTokenizer(model_file=data["vocab_file"])
-    model = TransformerSeq2Seq(vocabulary_size=tokenizer.vocabulary_size,
-                               max_sequence_length=MAX_LENGTH, **TINY_SIZES)
-    record = {"vocab_file": data["vocab_file"], "max_length": MAX_LENGTH, "beam_size": 2,
-              "length_penalty": "gnmt", "length_penalty_alpha": 0.6,
-              "max_length_a": 1.5, "max_length_b": 10}
+    return TransformerSeq2Seq(vocabulary_size=tokenizer.vocabulary_size,
+                              max_sequence_length=MAX_LENGTH, **TINY_SIZES)
+
+
+@pytest.fixture(scope="module")
+def export_dir(tmp_path_factory, data, model):
+    """Version 1 of the model, exported with `RECORD_SETTINGS`."""
     directory = tmp_path_factory.mktemp("serving") / MODEL_NAME
-    export_translation_model(model, str(directory), record)
+    export_translation_model(model, str(directory),
+                             {"vocab_file": data["vocab_file"], **RECORD_SETTINGS})
     return directory
 
 
@@ -192,17 +208,29 @@ def test_concurrent_requests_are_batched_and_each_gets_its_own_translation(
     assert len(counting.batch_sizes) < len(sentences) and max(counting.batch_sizes) > 1
 
 
-def source_ids(data, sentences):
-    """The sentences' ids as the text signature makes them: pieces, EOS,
-    0-padded to the longest."""
-    tokenizer = SentencePieceTokenizer(model_file=data["vocab_file"])
-    rows = [list(ids) + [EOS_ID] for ids in tokenizer.tokenize(tf.constant(sentences)).to_list()]
+def pieces(data, sentence):
+    """The ids of a sentence's pieces, by the Python `sentencepiece` package."""
+    return sentencepiece.SentencePieceProcessor(model_file=data["vocab_file"]).encode(sentence)
+
+
+def padded(rows):
     width = max(map(len, rows))
-    return [row + [0] * (width - len(row)) for row in rows]
+    return [row + [PAD_ID] * (width - len(row)) for row in rows]
 
 
-def test_the_ids_signature(server, signatures, data, sentences):
-    ids = source_ids(data, sentences[:3])
+def source_ids(data, sentences):
+    """The sentences' ids as the text signature makes them: the pieces cut
+    to MAX_LENGTH - 1, EOS, 0-padded to the longest."""
+    return padded([pieces(data, sentence)[: MAX_LENGTH - 1] + [EOS_ID] for sentence in sentences])
+
+
+def test_the_ids_signature_translates_the_text_signatures_source_ids_alike(server, signatures,
+                                                                         data, sentences):
+    # Two sentences over MAX_LENGTH pieces (cut) and one under (padded).
+    chosen = sentences[:2] + sentences[-1:]
+    assert [len(pieces(data, sentence)) > MAX_LENGTH for sentence in chosen] == [
+        True, True, False]
+    ids = source_ids(data, chosen)
     direct = signatures["translate_ids"](source_ids=tf.constant(ids, tf.int32))
     status, body = call(server, "POST", PREDICT,
                         {"signature_name": "translate_ids", "instances": ids})
@@ -212,15 +240,82 @@ def test_the_ids_signature(server, signatures, data, sentences):
     np.testing.assert_allclose([row["scores"] for row in body["predictions"]],
                                direct["scores"].numpy(), rtol=1e-6)
     assert all(len(row["ids"]) == MAX_LENGTH for row in body["predictions"])
-    # The same translations as the text signature's, as ids.
-    translations, _ = translate(signatures, sentences[:3])
+    # The same translations as the text signature's, as ids: the same
+    # sources. Measured: the scores agree within 4e-8.
+    translations, scores = translate(signatures, chosen)
     tokenizer = SentencePieceTokenizer(model_file=data["vocab_file"])
     assert [as_json(text) for text in tokenizer.detokenize(
         tf.constant([row["ids"] for row in body["predictions"]])).numpy()] == translations
+    np.testing.assert_allclose([row["scores"] for row in body["predictions"]], scores,
+                               rtol=1e-6)
     status, columnar = call(server, "POST", PREDICT, {
         "signature_name": "translate_ids", "inputs": {"source_ids": ids}})
     assert status == 200, columnar
     assert columnar["outputs"]["ids"] == [row["ids"] for row in body["predictions"]]
+
+
+def length_bound(source_pieces):
+    """The most tokens the record lets a source of `source_pieces` pieces
+    (EOS not counted) have: min(max_length, ceil(a * n) + b)."""
+    return min(MAX_LENGTH, math.ceil(RECORD_SETTINGS["max_length_a"] * source_pieces)
+               + RECORD_SETTINGS["max_length_b"])
+
+
+def log_probability(model, source_ids, target_ids):
+    """log P(target | source) of each row by a teacher-forced pass of the
+    model (in float64 from its logits), over the target's real tokens."""
+    decoder_inputs = np.concatenate(
+        [np.full((len(target_ids), 1), BOS_ID), target_ids[:, :-1]], axis=1)
+    decoder_inputs[target_ids == PAD_ID] = PAD_ID
+    logits = keras.ops.convert_to_numpy(model({ENCODER_TOKEN_IDS: source_ids,
+                                               DECODER_TOKEN_IDS: decoder_inputs}))
+    logits = logits.astype(np.float64)
+    log_softmax = logits - logits.max(-1, keepdims=True)
+    log_softmax -= np.log(np.exp(log_softmax).sum(-1, keepdims=True))
+    chosen = np.take_along_axis(log_softmax, target_ids[:, :, None], axis=2)[:, :, 0]
+    return np.where(target_ids != PAD_ID, chosen, 0.0).sum(axis=1)
+
+
+def test_the_export_decodes_with_the_settings_of_its_serving_record(signatures, model, data,
+                                                                    sentences):
+    # Sources of 0 to MAX_LENGTH - 1 pieces (the text signature's longest):
+    # the length bounds pass max_length - 1, max_length and one more.
+    counts = list(range(MAX_LENGTH))
+    uncapped = [math.ceil(RECORD_SETTINGS["max_length_a"] * count)
+                + RECORD_SETTINGS["max_length_b"] for count in counts]
+    assert {MAX_LENGTH - 1, MAX_LENGTH, MAX_LENGTH + 1} <= set(uncapped)
+    first = pieces(data, sentences[0])
+    source_ids = np.array(padded([first[:count] + [EOS_ID] for count in counts]), np.int32)
+    served = {name: tensor.numpy() for name, tensor in signatures["translate_ids"](
+        source_ids=tf.constant(source_ids)).items()}
+
+    # max_length, max_length_a and max_length_b: this random model never
+    # writes EOS for these sources, so every translation is as long as the
+    # record's bound allows.
+    assert not (served["ids"] == EOS_ID).any()
+    assert served["lengths"].tolist() == [length_bound(count) for count in counts]
+    assert (served["ids"] != PAD_ID).sum(axis=1).tolist() == served["lengths"].tolist()
+
+    # length_penalty and its alpha: the score is the translation's
+    # log-probability over lp(length) = length ** alpha ("average").
+    # Measured: within 1.6e-7 relative (float32 decoding).
+    expected = log_probability(model, source_ids, served["ids"]) / (
+        served["lengths"] ** RECORD_SETTINGS["length_penalty_alpha"])
+    np.testing.assert_allclose(served["scores"], expected, rtol=2e-6)
+
+    # beam_size: the translations of a beam search of that size, which
+    # differ from those of another size (or of greedy search).
+    def best(beam_size):
+        decoder = decoding.BeamSearch(
+            beam_size=beam_size, length_penalty=RECORD_SETTINGS["length_penalty"],
+            alpha=RECORD_SETTINGS["length_penalty_alpha"])
+        result = model.generate(source_ids, decoder, MAX_LENGTH,
+                                RECORD_SETTINGS["max_length_a"], RECORD_SETTINGS["max_length_b"])
+        return keras.ops.convert_to_numpy(result["ids"])[:, 0]
+
+    np.testing.assert_array_equal(served["ids"], best(RECORD_SETTINGS["beam_size"]))
+    for other_size in (1, 4):
+        assert (best(other_size) != served["ids"]).any(), other_size
 
 
 def test_the_alignments_signature_over_rest(server, signatures, sentences):
@@ -232,10 +327,22 @@ def test_the_alignments_signature_over_rest(server, signatures, sentences):
     rows = body["predictions"]
     np.testing.assert_allclose([row["alignments"] for row in rows],
                                direct["alignments"].numpy(), atol=1e-6)
-    assert [row["source_pieces"] for row in rows] == [
-        [as_json(piece) for piece in row] for row in direct["source_pieces"].numpy()]
+    for key in ("source_pieces", "target_pieces"):
+        assert [row[key] for row in rows] == [
+            [as_json(piece) for piece in row] for row in direct[key].numpy()]
     assert [row["translations"] for row in rows] == [
         as_json(text) for text in direct["translations"].numpy()]
+    np.testing.assert_allclose([row["scores"] for row in rows], direct["scores"].numpy(),
+                               rtol=1e-6)
+
+
+def test_source_ids_from_0_to_the_vocabulary_size_minus_1_are_translated(server):
+    # The edges of the ids signature's range; one past each is refused in
+    # test_bad_requests_get_a_400_with_a_json_error (400 pieces).
+    status, body = call(server, "POST", PREDICT, {"signature_name": "translate_ids",
+                                                  "instances": [[5, 399, 3], [3, 0, 0]]})
+    assert status == 200, body
+    assert [len(row["ids"]) for row in body["predictions"]] == [MAX_LENGTH, MAX_LENGTH]
 
 
 @pytest.mark.parametrize("request_body, expected", [
@@ -248,7 +355,7 @@ def test_the_alignments_signature_over_rest(server, signatures, sentences):
      r"ragged.*pad the shorter ones"),
     ({"signature_name": "translate_ids", "instances": [["A", "dog"]]},
      r"'source_ids' has a string .* where an integer is expected"),
-    ({"signature_name": "translate_ids", "instances": [[5, 10**6, 3]]},
+    ({"signature_name": "translate_ids", "instances": [[5, 400, 3]]},
      r"^Signature 'translate_ids' failed on these inputs: InvalidArgumentError: .*"
      r"source_ids must hold ids from 0 to 399; it has one of 400 or more"),
     ({"signature_name": "translate_ids", "instances": [[5, -1, 3]]},
@@ -305,8 +412,10 @@ def test_load_test_of_300_requests_at_concurrency_8(server, sentences, alone):
 
 
 def test_python_m_tfnlp_serve_serves_the_export(export_dir, sentences, alone):
+    # Limits of the command line that a client sees, read back below.
     process = subprocess.Popen(
-        [sys.executable, "-m", "tfnlp.serve", f"--model_dir={export_dir}", "--port=0"],
+        [sys.executable, "-m", "tfnlp.serve", f"--model_dir={export_dir}", "--port=0",
+         "--max_instances_per_request=2", "--max_string_bytes=100", "--max_body_bytes=1000"],
         cwd=REPOSITORY, env=ENVIRONMENT, stderr=subprocess.PIPE, text=True,
     )
     lines = queue.Queue()
@@ -321,6 +430,11 @@ def test_python_m_tfnlp_serve_serves_the_export(export_dir, sentences, alone):
         assert status == 200, body
         assert [row["translations"] for row in body["predictions"]] == [
             translation for translation, _ in alone[:2]]
+        for request, limit in (({"instances": sentences[:3]}, "--max_instances_per_request=2"),
+                               ({"instances": ["x" * 101]}, "--max_string_bytes=100"),
+                               ({"instances": ["x" * 50] * 20}, "--max_body_bytes=1000")):
+            status, body = call(server, "POST", PREDICT, request)
+            assert status in (400, 413) and limit in body["error"], body
     finally:
         process.terminate()
         process.wait(timeout=30)
