@@ -18,6 +18,8 @@ INSTALL_REQUIRES = [
     # graph runs them with tensorflow-text's SentencepieceTokenizer).
     "sentencepiece>=0.2,<0.3",
     "numpy>=1.26,<3",
+    # bfloat16 and its range for the server's JSON inputs (TensorFlow's own pin).
+    "ml_dtypes>=0.5.1,<1",
     # tfnlp.serve writes numeric outputs as JSON with it (about 50x faster
     # than the json module, float32 in its shortest form).
     "orjson>=3.10,<4",

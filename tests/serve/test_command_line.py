@@ -1,20 +1,25 @@
 """`python -m tfnlp.serve` as a user runs it, and what it imports."""
 
+import contextlib
+import http.client
 import json
 import os
 import queue
 import re
+import socket
 import subprocess
 import sys
 import threading
+import time
 import types
 
 import pytest
 
 from tests.conftest import REPOSITORY
 from tests.serve.client import call
+from tests.serve.test_http_server import PREDICT, exchange, status_and_error
 from tfnlp.command_line import UsageError
-from tfnlp.serve.__main__ import main
+from tfnlp.serve.__main__ import build_server, main, parse_flags
 
 SERVING_LINE = re.compile(r"Serving model (\S+) versions (\[[\d, ]*\]) at http://127\.0\.0\.1:(\d+)")
 ENVIRONMENT = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(REPOSITORY)}
@@ -63,6 +68,85 @@ def test_startup_errors_exit_with_what_was_expected(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main([f"--model_dir={tmp_path}", "--max_batch_size=0"])
     assert "--max_batch_size must be at least 1" in capsys.readouterr().err
+
+
+@contextlib.contextmanager
+def server_from_command_line(export_dir, *flags):
+    """The server `python -m tfnlp.serve --model_dir=EXPORT_DIR --port=0
+    FLAGS` builds (a `--port` in `flags` wins), serving from a thread."""
+    server = build_server(parse_flags([f"--model_dir={export_dir}", "--port=0", *flags]))
+    # A short poll interval, as shutdown() waits for the next poll.
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02},
+                     daemon=True).start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+
+
+def test_the_batch_flags_set_the_largest_batch_and_how_long_a_batch_waits_for_more_rows(
+        toy_export_dir):
+    # Not the defaults (16 rows, 2000 microseconds).
+    with server_from_command_line(toy_export_dir, "--max_batch_size=2",
+                                  "--batch_timeout_micros=200000") as server:
+        calls = server.model_store.get("toy").loaded.calls
+        calls_before = int(calls.numpy())
+        started = time.monotonic()
+        status, body = call(server, "POST", PREDICT, {"instances": ["a", "b", "c", "d", "e"]})
+        seconds = time.monotonic() - started
+        calls_made = int(calls.numpy()) - calls_before
+    assert status == 200 and len(body["predictions"]) == 5
+    assert calls_made == 3  # 2 + 2 + 1 rows.
+    assert seconds >= 0.2  # The last row waited for other requests to join it.
+
+
+def test_the_request_timeout_flag_sets_how_long_a_body_may_take_to_arrive(toy_export_dir):
+    # Not the default (10 seconds).
+    with server_from_command_line(toy_export_dir, "--request_timeout=0.2") as server:
+        started = time.monotonic()
+        answer = exchange(server, f"POST {PREDICT} HTTP/1.1\r\nContent-Length: 100\r\n\r\n"
+                                  '{"instances"'.encode(), seconds=5)
+        seconds = time.monotonic() - started
+    assert answer.startswith(b"HTTP/1.1 408 "), answer[:300]
+    assert "--request_timeout=0.2 seconds" in status_and_error(answer)[1]
+    assert 0.2 <= seconds < 5
+
+
+def test_the_size_limit_flags_set_the_requests_that_are_refused(toy_export_dir):
+    # Each request is over one limit, far under the defaults, and gets the
+    # status of that limit.
+    requests = {
+        "--max_instances_per_request=3": ({"instances": ["a"] * 4}, 413),
+        "--max_string_bytes=5": ({"instances": ["x" * 6]}, 400),
+        "--max_body_bytes=100": (json.dumps({"instances": ["a"]}) + " " * 100, 413),
+    }
+    with server_from_command_line(toy_export_dir, *requests) as server:
+        answers = {limit: call(server, "POST", PREDICT, request)
+                   for limit, (request, _) in requests.items()}
+    for limit, (status, body) in answers.items():
+        assert status == requests[limit][1] and limit in body["error"], (limit, status, body)
+
+
+def free_port(host):
+    """A port that no socket on `host` listens on now."""
+    with socket.socket() as listener:
+        listener.bind((host, 0))
+        return listener.getsockname()[1]
+
+
+def test_the_model_name_host_and_port_flags_set_where_the_model_is_served(toy_export_dir):
+    # Not the defaults (the directory's name "toy", 127.0.0.1 and 8501).
+    host = "127.0.0.2"
+    port = free_port(host)
+    with server_from_command_line(toy_export_dir, "--model_name=renamed", f"--host={host}",
+                                  f"--port={port}"):
+        connection = http.client.HTTPConnection(host, port, timeout=10)
+        try:
+            connection.request("GET", "/v1/models/renamed")
+            status = connection.getresponse().status
+        finally:
+            connection.close()
+    assert status == 200
 
 
 SYS_MODULES_CHECK = """

@@ -283,14 +283,15 @@ def single_input(dtype):
     return {"serving_default": plain_signature("serving_default", x=(dtype, (None,)))}
 
 
-# The smallest and largest value of each dtype, written out (not numpy's).
+# The smallest and largest value of each dtype, written out (not numpy's;
+# bfloat16's is (2 - 2**-7) * 2**127).
 INTEGER_RANGES = {
     "int8": (-128, 127), "int16": (-2**15, 2**15 - 1), "int32": (-2**31, 2**31 - 1),
     "int64": (-2**63, 2**63 - 1), "uint8": (0, 255), "uint16": (0, 2**16 - 1),
     "uint32": (0, 2**32 - 1), "uint64": (0, 2**64 - 1),
 }
-FLOAT_LARGEST = {"float16": 65504.0, "float32": 3.4028234663852886e38,
-                 "float64": 1.7976931348623157e308}
+FLOAT_LARGEST = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
+                 "float32": 3.4028234663852886e38, "float64": 1.7976931348623157e308}
 
 
 @pytest.mark.parametrize("dtype", list(INTEGER_RANGES))

@@ -65,6 +65,35 @@ def _interrupt(signal_number, frame):
     raise KeyboardInterrupt
 
 
+def build_server(flags):
+    """The `ModelServer` of parsed flags: the model loaded, the port bound,
+    not serving yet.
+
+    Raises:
+        UsageError: with a message saying what to fix, when the model cannot
+            be loaded or the port cannot be bound.
+    """
+    try:
+        model_store = ModelStore(flags.model_dir, flags.model_name)
+    except ModelLoadError as error:
+        raise UsageError(f"--model_dir={flags.model_dir}: {error}") from error
+    try:
+        return ModelServer(
+            model_store, host=flags.host, port=flags.port,
+            max_batch_size=flags.max_batch_size,
+            batch_timeout_micros=flags.batch_timeout_micros,
+            max_body_bytes=flags.max_body_bytes,
+            max_string_bytes=flags.max_string_bytes,
+            max_instances_per_request=flags.max_instances_per_request,
+            request_timeout=flags.request_timeout,
+        )
+    except OSError as error:
+        raise UsageError(
+            f"cannot listen on {flags.host}:{flags.port} ({error}). "
+            "Pick another --port (0 picks a free one) or --host."
+        ) from error
+
+
 def main(argv=None):
     """Loads the model, then serves until interrupted (Ctrl-C or SIGTERM).
 
@@ -79,27 +108,9 @@ def main(argv=None):
         level=logging.INFO, stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    try:
-        model_store = ModelStore(flags.model_dir, flags.model_name)
-    except ModelLoadError as error:
-        raise UsageError(f"--model_dir={flags.model_dir}: {error}") from error
-    try:
-        server = ModelServer(
-            model_store, host=flags.host, port=flags.port,
-            max_batch_size=flags.max_batch_size,
-            batch_timeout_micros=flags.batch_timeout_micros,
-            max_body_bytes=flags.max_body_bytes,
-            max_string_bytes=flags.max_string_bytes,
-            max_instances_per_request=flags.max_instances_per_request,
-            request_timeout=flags.request_timeout,
-        )
-    except OSError as error:
-        raise UsageError(
-            f"cannot listen on {flags.host}:{flags.port} ({error}). "
-            "Pick another --port (0 picks a free one) or --host."
-        ) from error
+    server = build_server(flags)
     logger.info("Serving model %s versions %s at %s",
-                model_store.name, model_store.versions, server.url)
+                server.model_store.name, server.model_store.versions, server.url)
     signal.signal(signal.SIGTERM, _interrupt)  # Stop cleanly, as on Ctrl-C.
     try:
         server.serve_forever()

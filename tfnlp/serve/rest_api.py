@@ -43,6 +43,7 @@ import dataclasses
 import json
 import math
 
+import ml_dtypes
 import numpy as np
 import orjson
 
@@ -498,7 +499,7 @@ def _converter(info, max_string_bytes):
     def to_float(value):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise wrong_type(value, "a number")
-        largest = float(np.finfo(dtype).max)
+        largest = float(ml_dtypes.finfo(dtype).max)  # numpy's finfo lacks bfloat16.
         finite = isinstance(value, int) or math.isfinite(value)
         if finite and abs(value) > largest:  # Exact for ints of any size.
             raise RequestError(
@@ -506,7 +507,9 @@ def _converter(info, max_string_bytes):
                 f"{info.dtype.name} (largest magnitude {largest:g}); send NaN, "
                 "Infinity or -Infinity for a value that is not finite."
             )
-        return value
+        # A float, as numpy makes of an int anyway: bfloat16 arrays take no
+        # int of 2**63 or more.
+        return float(value)
 
     if dtype == np.dtype(object):
         return to_bytes
@@ -514,7 +517,8 @@ def _converter(info, max_string_bytes):
         return to_bool
     if np.issubdtype(dtype, np.integer):
         return to_integer
-    if np.issubdtype(dtype, np.floating):
+    # bfloat16 is ml_dtypes' type, which numpy does not count as floating.
+    if np.issubdtype(dtype, np.floating) or dtype == ml_dtypes.bfloat16:
         return to_float
     raise RequestError(
         f"Input {info.key!r} has dtype {info.dtype.name}, which this server "
