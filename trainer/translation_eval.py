@@ -122,7 +122,7 @@ class TranslationEvaluator:
         Returns the scores."""
         hypotheses = self.translate_all()
         scores = corpus_scores(hypotheses, self.references)
-        if self.chief:
+        if self.chief and len(self.samples[INPUTS]):  # --sample_sentences=0: none
             self._log_samples(step, writers)
             if scores["bleu"] > self.best.get("bleu", -1.0):
                 path = checkpoint.write(os.path.join(self.best_path, "ckpt"))

@@ -1,10 +1,13 @@
-"""End-to-end runs of `python -m trainer.translate` on real Multi30k pairs:
-logs, BLEU, best checkpoint, export, strategies, averaging (resuming:
+"""End-to-end runs of `python -m trainer.translate` on the dictionary task
+of `tests.translation_helpers` (English sentences of one frame, translated
+word by word), which a small model learns in a few dozen steps, so that its
+BLEU is far from zero and differs from one evaluation to the next: logs,
+BLEU, best checkpoint, export, strategies, averaging (resuming:
 test_translate_resume.py, so that the two modules run on two workers)."""
 
-import json
 import os
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -12,25 +15,36 @@ import tensorflow as tf
 from tests.export.helpers import run_in_new_process, saved_model_cli, saved_op_types
 from tests.trainer import helpers
 from tests.translation_helpers import (
+    DICTIONARY_SIZES,
     assert_export_scores_the_best_bleu,
-    multi30k_translation_data,
+    dictionary_translation_data,
+    evaluations,
+    read_json,
     trainer_flags,
     write_lines,
 )
+from tfnlp.command_line import UsageError
 from trainer import average_checkpoints, translate, translate_text
 from trainer.translate_flags import parse_flags
 from trainer.translation_eval import Translator
 from trainer.translation_models import load_translation_model, translation_signatures
 
-TRAIN_PAIRS, EVAL_PAIRS = 240, 48
+TRAIN_PAIRS, EVAL_PAIRS = 400, 32
+TRAIN_STEPS, EVAL_EVERY_STEPS = 60, 20
+EVAL_STEPS = [20, 40, 60]
+# The learning rate rises through the whole run (its warmup ends after it),
+# 5e-4 a step: the model learns the task as the rate nears 0.02 (BLEU 55 at
+# step 40), then the growing rate wrecks it (BLEU 9 at step 60), so the
+# best checkpoint is not the last one. Measured BLEU: 8.7, 55.0, 9.3.
+LEARNING = dict(learning_rate=0.1, warmup_steps=200)
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory, shared_data_dir):
-    """Shards of the first Multi30k en→de pairs, a shared 400-piece model,
-    and the raw validation lines."""
-    return multi30k_translation_data(tmp_path_factory.mktemp("multi30k"), shared_data_dir,
-                                     TRAIN_PAIRS, EVAL_PAIRS)
+def data(tmp_path_factory):
+    """Shards of the dictionary task, a 400-piece BPE model, and the raw
+    validation lines."""
+    return dictionary_translation_data(tmp_path_factory.mktemp("dictionary"), TRAIN_PAIRS,
+                                       EVAL_PAIRS)
 
 
 def run(arguments, **options):
@@ -39,29 +53,60 @@ def run(arguments, **options):
 
 @pytest.fixture(scope="module")
 def single_run(data, tmp_path_factory):
-    """One replica, evaluated at steps 3 and 6, exported at the end; a
-    heatmap per cross-attention head."""
+    """One replica, evaluated and saved every 20 steps, exported at the
+    end; a heatmap per cross-attention head."""
     root = tmp_path_factory.mktemp("single")
     model_dir, export_dir = str(root / "model"), str(root / "export")
     output = run(trainer_flags(data, model_dir, "--alignment_heads=each", eval_data=data["val"],
-                               eval_every_steps=3, export_dir=export_dir))
+                               train_steps=TRAIN_STEPS, eval_every_steps=EVAL_EVERY_STEPS,
+                               checkpoint_every_steps=EVAL_EVERY_STEPS, export_dir=export_dir,
+                               **LEARNING))
     return model_dir, export_dir, output
+
+
+def restored_weights(model_dir, prefix):
+    """The weights of the run's model (config.json) in checkpoint `prefix`,
+    restored here with a plain `tf.train.Checkpoint`."""
+    model = keras.saving.deserialize_keras_object(
+        read_json(os.path.join(model_dir, "config.json")))
+    tf.train.Checkpoint(model=model).read(prefix).expect_partial()
+    return model.get_weights()
+
+
+def same_weights(first, second):
+    return len(first) == len(second) and all(
+        np.array_equal(a, b) for a, b in zip(first, second))
 
 
 def test_writes_checkpoints_logs_and_the_best_checkpoint(single_run):
     model_dir, _, _ = single_run
-    assert [record["step"] for record in helpers.train_log(model_dir)] == list(range(1, 7))
-    assert tf.train.latest_checkpoint(model_dir).endswith("ckpt-6")
-    with open(os.path.join(model_dir, "eval_log.jsonl"), encoding="utf-8") as file:
-        evaluations = [json.loads(line) for line in file]
-    assert [record["step"] for record in evaluations] == [3, 6]
-    for record in evaluations:
+    assert [record["step"] for record in helpers.train_log(model_dir)] == list(
+        range(1, TRAIN_STEPS + 1))
+    assert tf.train.latest_checkpoint(model_dir).endswith(f"ckpt-{TRAIN_STEPS}")
+    records = evaluations(model_dir)
+    assert [record["step"] for record in records] == EVAL_STEPS
+    for record in records:
         assert {"loss", "nll_loss", "bleu", "bleu_lowercase", "chrf"} <= set(record)
-    with open(os.path.join(model_dir, "best", "best.json"), encoding="utf-8") as file:
-        best = json.load(file)
-    by_step = {record["step"]: record["bleu"] for record in evaluations}
-    assert best["bleu"] == max(by_step.values())
-    assert by_step[best["step"]] == best["bleu"]
+    by_step = {record["step"]: record["bleu"] for record in records}
+    assert len(set(by_step.values())) == len(by_step), by_step  # "best" means something
+    best = read_json(os.path.join(model_dir, "best", "best.json"))
+    assert by_step[best["step"]] == best["bleu"] > 20
+    assert all(best["bleu"] > bleu + 1 for step, bleu in by_step.items()
+               if step != best["step"]), by_step
+    assert best["step"] != TRAIN_STEPS, "the fixture's best evaluation must not be its last"
+    best_weights = restored_weights(model_dir, os.path.join(model_dir, "best",
+                                                            best["checkpoint"]))
+    for step in EVAL_STEPS:
+        assert same_weights(best_weights, restored_weights(
+            model_dir, os.path.join(model_dir, f"ckpt-{step}"))) == (step == best["step"]), step
+
+
+def test_the_serving_record_holds_the_decoding_flags_of_the_run(single_run, data):
+    model_dir, _, _ = single_run
+    assert read_json(os.path.join(model_dir, "serving.json")) == {
+        "model": "translation", "vocab_file": os.path.abspath(data["vocab_file"]),
+        "max_length": 64, "beam_size": 2, "length_penalty": "gnmt",
+        "length_penalty_alpha": 0.6, "max_length_a": 1.5, "max_length_b": 10}
 
 
 def test_tensorboard_has_losses_scores_samples_and_a_heatmap_per_head(single_run):
@@ -75,7 +120,8 @@ def test_tensorboard_has_losses_scores_samples_and_a_heatmap_per_head(single_run
     assert samples.shape == (2,) and b"**reference:**" in samples[0]
     heatmaps = [tag for tag in train if tag.startswith("alignment/")]
     assert sorted(heatmaps) == [f"alignment/sentence_{sentence}/head_{head}"
-                                for sentence in (0, 1) for head in (0, 1)]
+                                for sentence in (0, 1)
+                                for head in range(DICTIONARY_SIZES["num_heads"])]
 
 
 def test_served_translations_score_the_logged_bleu(single_run, data):
@@ -85,7 +131,7 @@ def test_served_translations_score_the_logged_bleu(single_run, data):
 
 def test_decoding_does_not_depend_on_the_batch(single_run, data):
     model_dir, _, _ = single_run
-    record = json.load(open(os.path.join(model_dir, "serving.json"), encoding="utf-8"))
+    record = read_json(os.path.join(model_dir, "serving.json"))
     translation = translation_signatures(load_translation_model(model_dir), record)
     source_ids = translation.source_ids(tf.constant(data["val_sources"])).numpy()
     translator = Translator(translation)
@@ -126,9 +172,10 @@ def test_export_runs_with_only_tensorflow_and_tensorflow_text(single_run, tmp_pa
 
 def test_mirrored_strategy_matches_one_replica(single_run, data, tmp_path):
     """Two replicas split each global batch row-wise: their steps are the
-    single replica's first three (its evaluation at step 3 comes after)."""
+    single replica's first three."""
     two = str(tmp_path / "two")
-    output = run(trainer_flags(data, two, train_steps=3, strategy="mirrored"), logical_cpus=2)
+    output = run(trainer_flags(data, two, train_steps=3, strategy="mirrored", **LEARNING),
+                 logical_cpus=2)
     assert "on 2 replica(s)" in output
     one = helpers.train_log(single_run[0])[:3]
     for name in ("loss", "nll_loss", "gradient_norm", "target_tokens"):
@@ -137,17 +184,29 @@ def test_mirrored_strategy_matches_one_replica(single_run, data, tmp_path):
             [record[name] for record in one], rtol=2e-5, err_msg=name)
 
 
-def test_average_checkpoints_averages_the_model_variables(single_run, tmp_path):
+@pytest.mark.parametrize("count", [2, len(EVAL_STEPS)])
+def test_average_checkpoints_averages_the_model_variables(single_run, tmp_path, count):
+    """The last two checkpoints, and all of those the run kept."""
     model_dir, _, _ = single_run
-    output = average_checkpoints.main([f"--model_dir={model_dir}", "--num_checkpoints=2",
+    output = average_checkpoints.main([f"--model_dir={model_dir}", f"--num_checkpoints={count}",
                                        f"--output={tmp_path / 'averaged'}"])
-    first, last, averaged = (
-        load_translation_model(model_dir, checkpoint=path).get_weights()
-        for path in (os.path.join(model_dir, "ckpt-3"), os.path.join(model_dir, "ckpt-6"),
-                     output))
-    assert any(not np.allclose(a, b) for a, b in zip(first, last))
-    for a, b, mean in zip(first, last, averaged):
-        np.testing.assert_allclose(mean, (a + b) / 2, rtol=1e-6, atol=1e-7)
+    averaged = restored_weights(model_dir, output)
+    kept = [restored_weights(model_dir, os.path.join(model_dir, f"ckpt-{step}"))
+            for step in EVAL_STEPS[-count:]]
+    assert not same_weights(kept[0], kept[-1])
+    for index, mean in enumerate(averaged):
+        # The float32 rounding of the exact mean: measured 6e-8 relative at most.
+        np.testing.assert_allclose(
+            mean, np.mean([weights[index].astype(np.float64) for weights in kept], axis=0),
+            rtol=6e-7, atol=0)
+
+
+def test_average_checkpoints_refuses_more_checkpoints_than_the_run_kept(single_run, tmp_path):
+    model_dir, _, _ = single_run
+    with pytest.raises(UsageError, match=f"keeps only {len(EVAL_STEPS)}"):
+        average_checkpoints.main([f"--model_dir={model_dir}",
+                                  f"--num_checkpoints={len(EVAL_STEPS) + 1}",
+                                  f"--output={tmp_path / 'averaged'}"])
 
 
 def test_a_missing_shard_glob_names_the_flag(data, tmp_path):
@@ -191,6 +250,8 @@ def test_training_pairs_longer_than_max_length_are_counted_and_reported(data, ca
     max_length = lengths[len(lengths) // 2]
     expected = sum(length > max_length for length in lengths)
     assert 0 < expected < len(lengths)
+    # Both edges: pairs of exactly max_length (not counted) and one past it.
+    assert {max_length, max_length + 1} <= set(lengths)
     with caplog.at_level("WARNING", logger="trainer.translate"):
         assert translate.report_long_pairs(files, max_length) == expected
     assert (f"{expected} of the {len(lengths)} training pairs are longer than "
@@ -202,3 +263,13 @@ def test_shards_whose_stats_rule_out_long_pairs_are_not_read(data, monkeypatch):
     monkeypatch.setattr(translate, "count_long_pairs", lambda *arguments: pytest.fail(
         "the shards were read although their stats.json says max_length=128"))
     assert translate.report_long_pairs(files, max_length=128) == 0
+    assert translate.report_long_pairs(files, max_length=129) == 0
+
+
+def test_shards_whose_stats_allow_pairs_one_id_too_long_are_read(data, monkeypatch):
+    files = sorted(tf.io.gfile.glob(data["train"]))
+    counted = []
+    monkeypatch.setattr(translate, "count_long_pairs", lambda files, max_length: (
+        counted.append(max_length) or (0, TRAIN_PAIRS)))
+    assert translate.report_long_pairs(files, max_length=127) == 0
+    assert counted == [127]  # stats.json says max_length=128: they may hold such pairs

@@ -1,5 +1,7 @@
 """`python -m trainer.translate --model=rnn`: the LSTM encoder-decoder on the
-shared trainer, evaluated, exported and served like the Transformer."""
+shared trainer, evaluated, exported and served like the Transformer, on the
+dictionary task of `tests.translation_helpers` (which it learns well enough
+in 80 steps for a BLEU far from zero)."""
 
 import json
 import os
@@ -12,7 +14,8 @@ from tests.export.helpers import saved_op_types
 from tests.trainer import helpers
 from tests.translation_helpers import (
     assert_export_scores_the_best_bleu,
-    multi30k_translation_data,
+    dictionary_translation_data,
+    evaluations,
     trainer_flags,
 )
 from tfnlp.models import TransformerSeq2Seq
@@ -21,18 +24,20 @@ from trainer.translation_models import load_translation_model
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory, shared_data_dir):
-    return multi30k_translation_data(tmp_path_factory.mktemp("multi30k"), shared_data_dir,
-                                     train_pairs=240, eval_pairs=24)
+def data(tmp_path_factory):
+    return dictionary_translation_data(tmp_path_factory.mktemp("dictionary"), train_pairs=400,
+                                       eval_pairs=24)
 
 
 @pytest.fixture(scope="module")
 def rnn_run(data, tmp_path_factory):
+    """80 steps, evaluated at 40 and 80 (measured BLEU: 2.0, then 13.1)."""
     root = tmp_path_factory.mktemp("rnn")
     model_dir, export_dir = str(root / "model"), str(root / "export")
     helpers.run(trainer_flags(data, model_dir, "--model=rnn", "--attention=bahdanau",
-                              config="tiny", eval_data=data["val"], eval_every_steps=3,
-                              export_dir=export_dir),
+                              config="tiny", eval_data=data["val"], train_steps=80,
+                              eval_every_steps=40, checkpoint_every_steps=40,
+                              learning_rate=3e-2, warmup_steps=20, export_dir=export_dir),
                 module="trainer.translate")
     return model_dir, export_dir
 
@@ -52,7 +57,9 @@ def test_the_run_records_the_model_class_scores_and_alignments(rnn_run):
 
 def test_the_export_scores_the_logged_bleu_with_stock_ops(rnn_run, data):
     model_dir, export_dir = rnn_run
-    assert_export_scores_the_best_bleu(model_dir, export_dir, data)
+    bleus = [record["bleu"] for record in evaluations(model_dir)]
+    assert len(bleus) == 2 and max(bleus) > 5, bleus
+    assert_export_scores_the_best_bleu(model_dir, export_dir, data, best_is_not_the_last=False)
     op_types = saved_op_types(os.path.join(export_dir, "1"))
     text_ops = {op for op in op_types if op.startswith("Sentencepiece")}
     assert op_types - text_ops <= set(dir(tf.raw_ops)), sorted(op_types - set(dir(tf.raw_ops)))
