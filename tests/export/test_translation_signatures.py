@@ -18,6 +18,7 @@ reach it; `never_ending` rules EOS out as well, so that every translation
 is exactly as long as its bound.
 """
 
+import argparse
 import math
 
 import numpy as np
@@ -32,6 +33,7 @@ from tfnlp.export.translation_signatures import TranslationSignatures
 from tfnlp.models import RNNSeq2Seq
 from tfnlp.models.seq2seq.generation import DECODER_TOKEN_IDS, ENCODER_TOKEN_IDS
 from tfnlp.text import SentencePieceTokenizer
+from trainer.translate_flags import add_decoding_flags
 
 TRAINING_SENTENCES = [
     "A dog runs in the park.", "Ein Hund rennt im Park.",
@@ -260,3 +262,14 @@ def test_the_ids_signature_takes_ids_from_0_to_the_vocabulary_size_minus_1(ids_f
     for bad_id, problem in ((size, f"one of {size} or more"), (-1, "a negative one")):
         with pytest.raises(tf.errors.InvalidArgumentError, match=expected + problem):
             translate_ids(source_ids=tf.constant([[5, bad_id, EOS_ID]]))
+
+
+def test_the_default_length_bound_is_the_trainers():
+    """A `TranslationSignatures` built without a bound decodes as a run
+    with the trainer's default --max_length_a and --max_length_b."""
+    parser = argparse.ArgumentParser()
+    add_decoding_flags(parser)
+    flags = parser.parse_args([])
+    signatures = TranslationSignatures(None, None, decoding.GreedySearch(), max_length=8)
+    assert (signatures.max_length_a, signatures.max_length_b) == (
+        flags.max_length_a, flags.max_length_b)
