@@ -96,9 +96,10 @@ def find_checkpoint(path, flag):
             raise FileNotFoundError(
                 f"{flag}={path!r} is a directory without a TensorFlow checkpoint (no "
                 "'checkpoint' file naming a ckpt-N) and without Hugging Face weights "
-                "(model.safetensors). Pass a model_dir of trainer.pretrain or "
-                "trainer.finetune that has saved a checkpoint, a checkpoint prefix "
-                "such as DIR/ckpt-1000, or a Hugging Face BERT directory."
+                "(model.safetensors). Pass the model_dir of a trainer run "
+                "(trainer.pretrain, trainer.finetune, trainer.translate) that has saved "
+                "a checkpoint, a checkpoint prefix such as DIR/ckpt-1000, or a Hugging "
+                "Face BERT directory."
             )
         return latest
     if tf.io.gfile.exists(path + ".index"):

@@ -196,6 +196,23 @@ def test_a_checkpoint_without_every_model_variable_is_refused(run_dir, tmp_path)
         load_translation_model(str(tmp_path), checkpoint=os.path.join(run_dir.path, "ckpt-1"))
 
 
+def test_errors_name_the_config_the_run_and_the_flag_to_fix(run_dir, tmp_path):
+    not_sizes = tmp_path / "sizes.json"
+    not_sizes.write_text("[64]")
+    flags = parse_flags(["--train_data=shards-*", f"--model_dir={tmp_path / 'run'}",
+                         "--train_steps=1", "--model=rnn", f"--config={not_sizes}"])
+    with pytest.raises(FileNotFoundError, match=(
+            r"neither a rnn preset \(base, small, tiny\) nor a JSON file of RNNSeq2Seq")):
+        build_translation_model(flags, vocabulary_size=40)
+    with pytest.raises(FileNotFoundError, match=(
+            r"has no config.json: it is not the model_dir of a `python -m trainer.translate`")):
+        load_translation_model(str(tmp_path))
+    (tmp_path / "config.json").write_text(json.dumps(run_config(tiny_model(40))))
+    with pytest.raises(FileNotFoundError,
+                       match="--model_dir=.* without a TensorFlow checkpoint.*trainer.translate"):
+        load_translation_model(str(tmp_path))
+
+
 class SignaturesSpy:
     """Stands for `translation_signatures` in `trainer.translate_text`: keeps
     the model and record it is given and "translates" each line into itself."""
