@@ -1,4 +1,12 @@
-"""Fixtures shared by the whole suite."""
+"""Fixtures shared by the whole suite.
+
+Real-data checks: the tests that read the shared real text (BERT's
+vocabularies, the Gutenberg books, WikiText-2, Multi30k, SST-2) take the
+`shared_data_dir` fixture. Where that folder is missing (a fresh clone with
+nothing beside it) they are skipped, and the run ends with one line saying
+how many did not run and how to run them. With `TFNLP_REQUIRE_DATA=1` (CI,
+which has the data) a missing folder stops the run at its start instead.
+"""
 
 import os
 import pathlib
@@ -6,18 +14,69 @@ import pathlib
 import pytest
 
 REPOSITORY = pathlib.Path(__file__).resolve().parent.parent
+DATA_DIR_VARIABLE = "TFNLP_DATA_DIR"
+REQUIRE_DATA_VARIABLE = "TFNLP_REQUIRE_DATA"
+# Begins the reason of every real-data skip; the summary counts them by it.
+MISSING_DATA_REASON = "real data missing"
+
+
+def shared_data_path():
+    """$TFNLP_DATA_DIR, or `../shared/data` beside the checkout."""
+    return pathlib.Path(
+        os.environ.get(DATA_DIR_VARIABLE, REPOSITORY.parent / "shared" / "data"))
+
+
+def shared_data_present(path):
+    return (path / "README.md").is_file()
+
+
+def data_required():
+    return os.environ.get(REQUIRE_DATA_VARIABLE, "") not in ("", "0")
+
+
+def missing_data_message(path):
+    return (
+        f"The shared real data is not at {path} (no README.md there). Tests read "
+        f"it from ../shared/data beside the checkout; set {DATA_DIR_VARIABLE} to "
+        "its folder if it lives elsewhere."
+    )
+
+
+def pytest_sessionstart(session):
+    path = shared_data_path()
+    if data_required() and not shared_data_present(path):
+        pytest.exit(f"{REQUIRE_DATA_VARIABLE} is set: {missing_data_message(path)}",
+                    returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 @pytest.fixture(scope="session")
 def shared_data_dir():
-    """The real text beside the checkout (`../shared/data`), or $TFNLP_DATA_DIR."""
-    path = pathlib.Path(
-        os.environ.get("TFNLP_DATA_DIR", REPOSITORY.parent / "shared" / "data")
-    )
-    if not (path / "README.md").exists():
-        pytest.fail(
-            f"The shared real data is not at {path}. Tests read it from "
-            "../shared/data beside the checkout; set TFNLP_DATA_DIR to its "
-            "folder if it lives elsewhere."
-        )
+    """The real text beside the checkout (`../shared/data`), or $TFNLP_DATA_DIR.
+
+    Skips the test where the folder is missing (fails it under
+    TFNLP_REQUIRE_DATA=1).
+    """
+    path = shared_data_path()
+    if not shared_data_present(path):
+        if data_required():
+            pytest.fail(missing_data_message(path))
+        pytest.skip(f"{MISSING_DATA_REASON} at {path}")
     return path
+
+
+def missing_data_skips(terminal_reporter):
+    """The skip reports of real-data checks (on xdist workers too)."""
+    return [report for report in terminal_reporter.stats.get("skipped", [])
+            if MISSING_DATA_REASON in str(report.longrepr)]
+
+
+def pytest_terminal_summary(terminalreporter):
+    skipped = len(missing_data_skips(terminalreporter))
+    if skipped:
+        terminalreporter.write_sep(
+            "!",
+            f"{skipped} real-data checks did not run: no shared data at "
+            f"{shared_data_path()}. Run them with {DATA_DIR_VARIABLE}=/path/to/data "
+            "make test",
+            red=True, bold=True,
+        )
