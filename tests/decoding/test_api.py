@@ -72,6 +72,7 @@ def test_arguments_at_the_edges_of_their_ranges_are_accepted():
     # The last accepted value at each edge that
     # test_invalid_arguments_are_explained steps past.
     assert BeamSearch(beam_size=1).num_sequences == 1
+    assert BeamSearch().beam_size == 4  # the documented default
     assert BeamSearch(beam_size=3, num_return_sequences=3).num_sequences == 3
     assert GreedySearch(min_length=0, no_repeat_ngram_size=0).min_length == 0
     sampling = RandomSampling(top_k=0, top_p=1.0, seed=0, min_length=0)
@@ -87,6 +88,7 @@ def test_invalid_calls_are_explained():
         decoder(model.step_fn, cache, model.start_ids, 1, 0)
     with pytest.raises(ValueError, match="`end_id` must be a non-negative Python int"):
         decoder(model.step_fn, cache, model.start_ids, -1, 3)
+    assert decoder(model.step_fn, cache, model.start_ids, 0, 3)["ids"].shape[0] == 2  # the edge
     with pytest.raises(ValueError, match=r"`start_ids` must have shape \(batch,\)"):
         decoder(model.step_fn, cache, model.start_ids[:, None], 1, 3)
     with pytest.raises(ValueError, match="the cache leaf at cache\\['bias'\\] has shape"):

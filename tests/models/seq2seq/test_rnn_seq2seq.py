@@ -242,9 +242,10 @@ def test_trains_under_xla_in_a_graph_of_unknown_lengths_with_dropout(attention):
     assert np.isfinite(norm.numpy()) and norm.numpy() > 0
 
 
-@pytest.mark.parametrize("attention", ["luong_concat", "bahdanau_normalized"])
-def test_model_checks_config_keras_archive_and_jax(attention, tmp_path):
-    check_model(tiny_model(attention), batch(), tmp_path, jax=True)
+@pytest.mark.parametrize("attention, bidirectional", [
+    ("luong_concat", True), ("bahdanau_normalized", False)])
+def test_model_checks_config_keras_archive_and_jax(attention, bidirectional, tmp_path):
+    check_model(tiny_model(attention, bidirectional=bidirectional), batch(), tmp_path, jax=True)
 
 
 def test_greedy_generation_equals_greedy_choices_of_teacher_forced_passes():

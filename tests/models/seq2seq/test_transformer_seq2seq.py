@@ -171,3 +171,12 @@ def test_alignments_average_the_last_blocks_cross_attention_heads():
     expected = to_numpy(model.cross_attention(inputs)[-1]).mean(axis=1)
     np.testing.assert_allclose(alignments, expected, atol=1e-6)
     np.testing.assert_allclose(alignments.sum(-1), 1.0, atol=1e-5)
+
+
+def test_token_embeddings_start_at_the_scale_of_one_over_the_square_root_of_width():
+    # Normal(0, width**-0.5), as fairseq's Transformer initialises its
+    # (tied) embeddings.
+    model = tiny_model(vocabulary_size=1000, hidden_dim=64, intermediate_dim=64)
+    embeddings = to_numpy(model.token_embedding.embeddings)
+    assert embeddings.shape == (1000, 64)
+    assert abs(embeddings.std() - 64**-0.5) < 0.05 * 64**-0.5
