@@ -428,10 +428,10 @@ def main(argv=None):
     flags, beam_arguments = parse_arguments(argv)
     check_input_file("--vocab_file", flags.vocab_file,
                      "a WordPiece vocabulary, one token a line")
-    check_output_directory("--output_dir", flags.output_dir)
     read_documents = text_input.ReadDocuments(
         flags.input_file, flags.input_format, flags.max_line_bytes
     )
+    check_output_directory("--output_dir", flags.output_dir)
     config = pretraining_instances.config_from_vocabulary(
         load_vocabulary(flags.vocab_file),
         max_seq_length=flags.max_seq_length,

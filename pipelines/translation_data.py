@@ -727,7 +727,6 @@ def main(argv=None):
             text_input.match_input_files(getattr(flags, name), flag=f"--{name}")
     for path in flags.vocab_file or ():
         check_input_file("--vocab_file", path, "a SentencePiece model (.model)")
-    check_output_directory("--output_dir", flags.output_dir)
     models = model_files = options = None
     with usage_errors(ValueError):
         read_pairs = translation_pairs.ReadTranslationPairs(
@@ -752,6 +751,7 @@ def main(argv=None):
                 model_type=flags.model_type,
                 character_coverage=flags.character_coverage,
             )
+    check_output_directory("--output_dir", flags.output_dir)
     parameters = {
         **vars(flags),
         # The learning flags do not apply to given models.

@@ -761,6 +761,7 @@ def main(argv=None):
         RuntimeError: the pipeline did not finish successfully.
     """
     flags, beam_arguments = parse_arguments(argv)
+    text_input.match_input_files(flags.input_file, flag="--input_file")
     check_output_file("--output_file", flags.output_file)
     options = VocabularyOptions(
         vocab_size=flags.vocab_size,

@@ -255,22 +255,118 @@ def test_errors_without_a_message_of_ours_point_to_verbose(capsys):
         "/no/such/directory/missing.txt (run with --verbose for the traceback)\n")
 
 
-def test_path_checks_create_nothing_and_name_what_blocks(paths, tmp_path, monkeypatch):
-    output = str(tmp_path / "new" / "a" / "b")
-    command_line.check_output_directory("--output_dir", output)
-    command_line.check_output_file("--output_file", os.path.join(output, "vocab.txt"))
-    assert not (tmp_path / "new").exists()
-    with pytest.raises(UsageError, match=f"{paths['file']} is a file, not a directory"):
-        command_line.check_output_directory("--output_dir", os.path.join(paths["file"], "x"))
+def test_output_checks_create_the_directory_and_leave_nothing_in_it(tmp_path):
+    output = tmp_path / "new" / "a" / "b"
+    command_line.check_output_directory("--output_dir", str(output))
+    assert output.is_dir()
+    assert list(output.iterdir()) == []  # The probe file is gone.
+    vocab = tmp_path / "other" / "vocab.txt"
+    command_line.check_output_file("--output_file", str(vocab))
+    assert list(vocab.parent.iterdir()) == []  # The folder, without the file or a probe.
+
+
+def test_the_file_check_leaves_an_existing_file_as_it_was(tmp_path):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_bytes(b"[PAD]\n[UNK]\n")
+    command_line.check_output_file("--output_file", str(vocab))
+    assert vocab.read_bytes() == b"[PAD]\n[UNK]\n"
+    assert list(tmp_path.iterdir()) == [vocab]
+
+
+def test_an_existing_file_that_cannot_be_opened_is_named(tmp_path, monkeypatch):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("[PAD]\n", encoding="utf-8")
+
+    def read_only(path, mode="r", *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    # Root may write any file: refuse the opening the way a read-only file would.
+    monkeypatch.setattr(command_line, "open", read_only, raising=False)
+    with pytest.raises(UsageError, match=re.escape(
+            f"--output_file={vocab} cannot be written: opening the existing file failed "
+            "(Permission denied)")):
+        command_line.check_output_file("--output_file", str(vocab))
+
+
+# Paths that no process can create or write in, root included (os.access says
+# yes to root for /proc and /sys): (path, what the message says).
+UNWRITABLE_OUTPUTS = [
+    ("/proc/tfnlp-check/out", "cannot be created: making the directory /proc/tfnlp-check "
+                              "failed (No such file or directory)"),
+    ("/proc", "cannot be written: creating a file in /proc failed"),
+    ("/sys/tfnlp-check", "cannot be created: making the directory /sys/tfnlp-check failed"),
+]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+@pytest.mark.parametrize("path, expected", UNWRITABLE_OUTPUTS)
+def test_an_output_no_one_can_write_is_one_line_naming_flag_path_and_reason(path, expected):
+    with pytest.raises(UsageError) as error:
+        command_line.check_output_directory("--output_dir", path)
+    message = str(error.value)
+    assert message.startswith(f"--output_dir={path} {expected}"), message
+    assert "Pick a writable location" in message
+    assert "\n" not in message
+    with pytest.raises(UsageError, match=re.escape(f"--output_file={path}/vocab.txt cannot be")):
+        command_line.check_output_file("--output_file", f"{path}/vocab.txt")
+
+
+def test_an_output_under_a_regular_file_names_the_file(paths):
+    for check, flag in ((command_line.check_output_directory, "--output_dir"),
+                        (command_line.check_output_file, "--output_file")):
+        with pytest.raises(UsageError, match=re.escape(
+                f"{flag}={paths['file']}/x/y cannot be created: {paths['file']} is a file, "
+                "not a directory")):
+            check(flag, os.path.join(paths["file"], "x", "y"))
+    with pytest.raises(UsageError, match="is a file; expected a directory"):
+        command_line.check_output_directory("--output_dir", paths["file"])
+    with pytest.raises(UsageError, match="is empty"):
+        command_line.check_output_file("--output_file", "")
+
+
+def test_remote_outputs_are_left_to_their_file_system(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     command_line.check_output_directory("--output_dir", "gs://bucket/not/checked")
-    # Root reads and writes anything: deny access the way a read-only mount would.
+    command_line.check_output_file("--output_file", "gs://bucket/vocab.txt")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unreadable_inputs_are_named(paths, monkeypatch):
+    # Root reads anything: deny access the way a file's permissions would.
     monkeypatch.setattr(os, "access", lambda path, mode: False)
-    with pytest.raises(UsageError, match="--output_dir=.* is not writable"):
-        command_line.check_output_directory("--output_dir", output)
     with pytest.raises(UsageError, match="--vocab_file=.* cannot be read"):
         command_line.check_input_file("--vocab_file", paths["text"], "a vocabulary")
     with pytest.raises(PermissionError, match="text.txt of --source_file cannot be read"):
         text_input.match_input_files(paths["text"], flag="--source_file")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+@pytest.mark.parametrize("module, flag, arguments", [
+    ("pipelines.wordpiece_vocab", "--output_file",
+     ["--input_file={text}", "--output_file=/proc/tfnlp-check/vocab.txt", "--vocab_size=100"]),
+    ("pipelines.pretraining_data", "--output_dir",
+     ["--input_file={text}", "--vocab_file={vocab}", "--output_dir=/proc/tfnlp-check/out"]),
+])
+def test_a_job_whose_output_cannot_be_created_exits_2_before_it_runs(
+        module, flag, arguments, tmp_path, monkeypatch, capsys):
+    text, vocab = tmp_path / "text.txt", tmp_path / "vocab.txt"
+    text.write_text("A sentence.\nAnother one.\n", encoding="utf-8")
+    vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\n", encoding="utf-8")
+
+    def run_job(*args, **kwargs):
+        raise AssertionError("the job ran: its output was not checked before")
+
+    monkeypatch.setattr(job, "run_job", run_job)
+    main = importlib.import_module(module).main
+    with pytest.raises(SystemExit) as exit_info:
+        run_main(main, [argument.format(text=text, vocab=vocab) for argument in arguments])
+    stderr = capsys.readouterr().err
+    assert_reported(exit_info.value.code, stderr, flag)
+    assert error_lines(stderr) == [
+        f"python -m {module}: error: {flag}=/proc/tfnlp-check/"
+        f"{'vocab.txt' if flag == '--output_file' else 'out'} cannot be created: making the "
+        "directory /proc/tfnlp-check failed (No such file or directory). Pick a writable "
+        "location, or create the directory first."]
 
 
 @pytest.mark.parametrize("check, flag", [

@@ -4,6 +4,12 @@
   (`trainer`) take the boolean flags of google-research/bert's scripts in
   all their absl spellings: `--flag`, `--flag=true`, `--flag=False`,
   `--noflag` (`add_boolean_flag`).
+- Config files: every `ArgumentParser` takes `--config_file=FILE`, a YAML
+  or JSON mapping from flag names (without dashes) to values; each value is
+  checked by its flag's own type and choices, flags on the command line
+  override the file, and a required flag the file gives is satisfied. The
+  trainers write their resolved flags into `MODEL_DIR/flags.yaml`
+  (`settings_text`), which `--config_file` reads back.
 - How a user's mistake is reported: a missing or unreadable input, an
   output that cannot be written, a bad flag value. The entry points check
   their flags and the paths they name before any work starts
@@ -15,6 +21,13 @@
   the traceback comes first. `ArgumentParser` is argparse's parser with
   that `--verbose` flag and one-line usage errors (argparse prints the
   whole usage first, 20 lines for a trainer).
+- The output checks prove an output can be written by writing: they create
+  the directory (and its missing parents) and a probe file in it, which
+  they delete. `os.access` would not do: it says yes to root even on a
+  read-only file system.
+- The `tfnlp` command (`tfnlp.cli`) runs each entry point's `main` within
+  `invoked_as("tfnlp SUBCOMMAND")`, so that its `--help` and errors name
+  the program the user typed.
 
 TensorFlow-free, so the Beam workers can import it.
 
@@ -31,14 +44,22 @@ Example:
 
 import argparse
 import contextlib
+import difflib
+import json
 import os
 import re
 import sys
+import tempfile
 import traceback
 
 USAGE_EXIT_STATUS = 2
 VERBOSE_FLAG = "--verbose"
+CONFIG_FILE_FLAG = "--config_file"
 VERBOSE_ENVIRONMENT_VARIABLE = "TFNLP_VERBOSE"
+# The name of the file that the output checks create and delete.
+PROBE_FILE_PREFIX = ".tfnlp-write-check-"
+# The readable names of the flag types, for the messages on config files.
+TYPE_NAMES = {int: "an integer", float: "a number"}
 # Errors on the files a command line names: the user's to fix. TensorFlow's
 # own (by name, from `tf.errors`) count when TensorFlow is loaded.
 USER_ERRORS = (FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError,
@@ -73,26 +94,313 @@ def add_boolean_flag(parser, name, default, help_text):
     parser.add_argument(f"--no{name}", dest=name, action="store_false", help=argparse.SUPPRESS)
 
 
+# The name of the program that `invoked_as` gives the command lines (None:
+# their own, "python -m MODULE").
+_invoked_as = None
+
+
+@contextlib.contextmanager
+def invoked_as(program):
+    """Within the block, every `ArgumentParser` and `run_main` call their
+    program `program` (in `--help`, usage and error lines) instead of the
+    `prog` they were given.
+
+    The `tfnlp` command (`tfnlp.cli`) runs an entry point's `main` within
+    `invoked_as("tfnlp pretrain")`, so that what the user reads names what
+    they typed.
+
+    Example:
+
+    >>> with invoked_as("tfnlp example"):
+    ...     ArgumentParser(prog="python -m example").prog
+    'tfnlp example'
+    """
+    global _invoked_as
+    previous, _invoked_as = _invoked_as, program
+    try:
+        yield
+    finally:
+        _invoked_as = previous
+
+
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse's parser, with `--verbose` and errors of one line.
+    """argparse's parser, with `--verbose`, `--config_file` and errors of
+    one line.
 
     A usage error prints `PROGRAM: error: MESSAGE`, pointing to `--help`,
     then exits with status 2. `--verbose` (a flag of every tfnlp
     command line, absent from the namespace unless given) asks `run_main`
     for the traceback of an error; a parser that has a `--verbose` of its
     own replaces it by passing `conflict_handler="resolve"`.
+
+    `--config_file=FILE` reads flag values from a YAML or JSON mapping
+    (`read_config_file`) before the command line: each key is a flag's name
+    without dashes, each value is checked by the flag's own `type` and
+    `choices`, a `null` leaves the flag at its default, and the flags on the
+    command line override the file. The file's flags count as given, so a
+    required flag may come from it. The namespace is the same as if the
+    file's flags had been typed first; it holds no `config_file`.
+
+    Within `invoked_as(program)`, `prog` is `program`.
     """
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        if _invoked_as is not None:
+            self.prog = _invoked_as
         self.add_argument(
             VERBOSE_FLAG, action="store_true", default=argparse.SUPPRESS,
             help=f"On an error, print its traceback too (as {VERBOSE_ENVIRONMENT_VARIABLE}=1 "
                  "in the environment does).")
+        self.add_argument(
+            CONFIG_FILE_FLAG, action=_ConfigFileAction, default=argparse.SUPPRESS,
+            metavar="FILE",
+            help="A YAML or JSON file of flag values, keyed by the flag names without "
+                 "dashes (a trainer writes its run's as MODEL_DIR/flags.yaml); the flags "
+                 "on the command line override it.")
 
     def error(self, message):
         self.exit(USAGE_EXIT_STATUS, f"{self.prog}: error: {message.rstrip('.')}. "
                                      "Run with --help for the flags.\n")
+
+    def parse_known_args(self, args=None, namespace=None):
+        """argparse's `parse_known_args`, with the flags of `--config_file`
+        (when given) placed before the command line's.
+
+        Raises:
+            UsageError: the config file cannot be read, is not a mapping,
+                names a flag this parser lacks or holds a value its flag
+                refuses.
+        """
+        arguments = list(sys.argv[1:] if args is None else args)
+        self.config_files_given = config_file_paths(arguments)
+        if self.config_files_given:
+            arguments = [*self.config_file_arguments(self.config_files_given[-1]), *arguments]
+        return super().parse_known_args(arguments, namespace)
+
+    def config_file_arguments(self, path):
+        """The command-line arguments that the config file `path` stands for
+        (`["--vocab_size=30000", ...]`), each value checked by its flag.
+
+        Raises:
+            UsageError: as `parse_known_args`.
+        """
+        flags = self.config_file_flags()
+        arguments = []
+        for name, value in read_config_file(path).items():
+            action = flags.get(name)
+            if action is None:
+                raise UsageError(_unknown_key_message(name, path, flags, self.prog))
+            arguments.extend(_config_value_arguments(action, name, value, path))
+        return arguments
+
+    def config_file_flags(self):
+        """The flags a config file may set, by name without dashes: those
+        `--help` shows, except `--help` and `--config_file`."""
+        return {
+            option.lstrip("-"): action
+            for action in self._actions
+            if action.help is not argparse.SUPPRESS
+            and not isinstance(action, (argparse._HelpAction, _ConfigFileAction))
+            for option in action.option_strings if option.startswith("--")
+        }
+
+
+class _ConfigFileAction(argparse.Action):
+    """`--config_file`, read before argparse parses (by
+    `ArgumentParser.parse_known_args`, from the values `config_file_paths`
+    finds); argparse's own pass leaves nothing in the namespace and refuses
+    a value that reading missed: an abbreviation (`--config_f=FILE`, where
+    the parser allows them)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if values not in getattr(parser, "config_files_given", ()):
+            parser.error(f"write {CONFIG_FILE_FLAG} in full (its value {values!r} was not "
+                         "read)")
+
+
+def config_file_paths(arguments):
+    """The values of the `--config_file` flags in `arguments` (before a
+    `--`), in order; the last one is read.
+
+    Example:
+
+    >>> config_file_paths(["--config_file", "a.yaml", "--config_file=b.yaml", "--x=1"])
+    ['a.yaml', 'b.yaml']
+    """
+    paths = []
+    for index, argument in enumerate(arguments):
+        if argument == "--":
+            break
+        if argument.startswith(CONFIG_FILE_FLAG + "="):
+            paths.append(argument.split("=", 1)[1])
+        elif (argument == CONFIG_FILE_FLAG and index + 1 < len(arguments)
+              and not arguments[index + 1].startswith("-")):
+            paths.append(arguments[index + 1])
+    return paths
+
+
+def read_config_file(path):
+    """The settings of a config file: a dict from flag names to values.
+
+    A `.json` file is read as JSON, any other as YAML (PyYAML's safe
+    loader); an empty file holds no settings. A path with a scheme
+    (`gs://...`) is read with TensorFlow's file systems.
+
+    Raises:
+        UsageError: the file cannot be read or parsed, or does not hold a
+            mapping from names to values.
+    """
+    given = f"{CONFIG_FILE_FLAG}={path}"
+    expected = "expected a YAML or JSON mapping from flag names (without dashes) to values"
+    try:
+        text = _read_text(path)
+    except OSError as error:
+        raise UsageError(f"{given} cannot be read ({error.strerror or error}); {expected}. "
+                         "Check the path.") from error
+    except UnicodeDecodeError as error:
+        raise UsageError(f"{given} is not UTF-8 text; {expected}.") from error
+    try:
+        settings = _parse_settings(path, text)
+    except ValueError as error:
+        raise UsageError(f"{given} cannot be parsed: {_one_line(error)}; {expected}. "
+                         "Fix the file.") from error
+    if settings is None:
+        return {}
+    if not isinstance(settings, dict):
+        raise UsageError(f"{given} holds a {type(settings).__name__}; {expected}, such as "
+                         "'vocab_size: 30000'. Fix the file.")
+    return settings
+
+
+def _read_text(path):
+    if _is_remote(path):
+        import tensorflow as tf  # Only for remote files: the Beam workers never need it.
+
+        with tf.io.gfile.GFile(path) as file:
+            return file.read()
+    with open(path, encoding="utf-8") as file:
+        return file.read()
+
+
+def _parse_settings(path, text):
+    """The value that `text` holds, as JSON for a `.json` path, else YAML.
+
+    Raises:
+        ValueError: the text is not valid JSON or YAML.
+    """
+    if path.lower().endswith(".json"):
+        return json.loads(text)
+    import yaml  # PyYAML; imported only for a YAML file.
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ValueError(str(error)) from error
+
+
+def _one_line(error):
+    return " ".join(str(error).split())
+
+
+def _unknown_key_message(name, path, flags, program):
+    given = f"{CONFIG_FILE_FLAG}={path}"
+    if name == CONFIG_FILE_FLAG.lstrip("-"):
+        return (f"{given} names another config file; a config file cannot include one. "
+                "Copy its settings into this one.")
+    close = difflib.get_close_matches(str(name), list(flags), n=3)
+    hint = (f"did you mean {' or '.join(close)}?" if close
+            else f"see {program} --help for the flags.")
+    return (f"{given}: {name!r} is not a flag of {program}; {hint} The keys are flag "
+            "names without dashes.")
+
+
+def _config_value_arguments(action, name, value, path):
+    """The command-line arguments that set flag `name` (of `action`) to the
+    config file's `value` (`[]` for null); the value is checked by the
+    flag's own type and choices first.
+
+    Raises:
+        UsageError: the value is not one the flag takes.
+    """
+    flag = f"--{name}"
+    if value is None:
+        return []
+    if action.nargs == 0:  # A flag without a value (--verbose): true gives it.
+        if not isinstance(value, bool):
+            raise _bad_value(name, value, path, "expected true or false")
+        return [flag] if value else []
+    if isinstance(value, list) and action.nargs in (None, "?"):
+        raise _bad_value(name, value, path, f"expected one value, as {flag}=VALUE takes")
+    values = value if isinstance(value, list) else [value]
+    strings = [_config_value_string(action, name, item, path) for item in values]
+    for string in strings:
+        _check_flag_value(action, name, string, path)
+    if action.nargs in (None, "?"):
+        return [f"{flag}={strings[0]}"]
+    return [flag, *strings]
+
+
+def _config_value_string(action, name, value, path):
+    """A config file's value as its flag would be typed: booleans as
+    true/false (flags of type `boolean` only), numbers and text as
+    written."""
+    if isinstance(value, bool):
+        if action.type is not boolean:
+            raise _bad_value(name, value, path,
+                             "a boolean, which this flag does not take (YAML reads yes, no, "
+                             "on and off as booleans: quote such a text)")
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        raise _bad_value(name, value, path, "expected one value")
+    return str(value)
+
+
+def _check_flag_value(action, name, string, path):
+    """Raises `UsageError` unless the flag's own `type` and `choices` take
+    `string`."""
+    value = string
+    if callable(action.type):
+        try:
+            value = action.type(string)
+        except (argparse.ArgumentTypeError, TypeError, ValueError) as error:
+            expected = TYPE_NAMES.get(action.type)
+            raise _bad_value(name, string, path,
+                             f"expected {expected}" if expected else _one_line(error)) from error
+    if action.choices is not None and value not in action.choices:
+        choices = ", ".join(str(choice) for choice in action.choices)
+        raise _bad_value(name, string, path, f"expected one of {choices}")
+
+
+def _bad_value(name, value, path, problem):
+    return UsageError(f"{CONFIG_FILE_FLAG}={path}: {name}: {value!r} is not a value of "
+                      f"--{name}: {problem}. Fix it in the file.")
+
+
+def settings_text(settings, comment_lines=()):
+    """YAML text of flag settings that `--config_file` reads back.
+
+    Args:
+        settings: a dict from flag names to values (`vars(flags)` of a
+            parsed namespace: text, numbers, booleans, None).
+        comment_lines: lines written first, as YAML comments.
+
+    Returns:
+        The text: the comments, then one `name: value` line per flag, in
+        the order of `settings`.
+
+    Example:
+
+    >>> print(settings_text({"vocab_size": 30000, "lower_case": True, "labels": "yes"}), end="")
+    vocab_size: 30000
+    lower_case: true
+    labels: 'yes'
+    """
+    import yaml  # PyYAML; imported only when settings are written.
+
+    comments = "".join(f"# {line}\n" for line in comment_lines)
+    return comments + yaml.safe_dump(dict(settings), sort_keys=False,
+                                     default_flow_style=False, allow_unicode=True)
 
 
 def run_main(main, argv=None):
@@ -148,7 +456,9 @@ def _verbose_environment():
 
 def program_name(main):
     """How the user started `main`'s module: "python -m pipelines.job" (or
-    the script's name)."""
+    the script's name; within `invoked_as(program)`, `program`)."""
+    if _invoked_as is not None:
+        return _invoked_as
     spec = getattr(sys.modules.get(main.__module__), "__spec__", None)
     if spec is None:
         return os.path.basename(sys.argv[0])
@@ -253,26 +563,35 @@ def check_input_directory(flag, path, expected):
 
 
 def check_output_directory(flag, path):
-    """Raises `UsageError` unless `path` is, or can be created as, a
-    directory this process can write into. Creates nothing.
+    """Raises `UsageError` unless `path` is a directory this process can
+    write files in; creates it, and its missing parents, if needed.
+
+    Proves it by doing: `os.makedirs`, then a probe file created in the
+    directory and deleted. The directory stays, empty if it was new.
 
     Args:
         flag: the flag that named it, e.g. "--output_dir".
-        path: a local path; remote paths are left to the writer.
+        path: a local path; remote paths (gs://...) are left to the writer.
     """
     if _is_remote(path):
         return
+    _check_not_empty(flag, path)
     if os.path.exists(path) and not os.path.isdir(path):
         raise UsageError(
             f"{flag}={path} is a file; expected a directory (created if missing). "
             "Pick another path, or move the file away.")
-    _check_writable_ancestor(flag, path, path)
+    _make_directory(flag, path, path)
+    _probe_directory(flag, path, path)
 
 
 def check_output_file(flag, path):
     """Raises `UsageError` unless `path` can be written as a file: it is not
-    a directory, and its directory exists or can be created, writable.
-    Creates nothing.
+    a directory, its directory exists or can be created (it is created) and
+    takes new files, and an existing file at `path` opens for writing.
+
+    Proves it by doing, as `check_output_directory` does for the file's
+    directory; an existing file is opened for appending and closed,
+    unchanged, so the check never clobbers it.
 
     Args:
         flag: the flag that named it, e.g. "--output_file".
@@ -280,23 +599,63 @@ def check_output_file(flag, path):
     """
     if _is_remote(path):
         return
+    _check_not_empty(flag, path)
     if os.path.isdir(path):
         raise UsageError(
             f"{flag}={path} is a directory; expected the path of a file to write. "
             "Add a file name.")
-    _check_writable_ancestor(flag, path, os.path.dirname(os.path.abspath(path)))
+    directory = os.path.dirname(os.path.abspath(path))
+    _make_directory(flag, path, directory)
+    _probe_directory(flag, path, directory)
+    if os.path.exists(path):
+        try:
+            with open(path, "ab"):
+                pass
+        except OSError as error:
+            raise UsageError(
+                f"{flag}={path} cannot be written: opening the existing file failed "
+                f"({error.strerror or error}). Pick another path, or make the file "
+                "writable.") from error
 
 
-def _check_writable_ancestor(flag, path, directory):
-    """Checks the nearest existing ancestor of `directory` (itself included)."""
-    ancestor = os.path.abspath(directory)
+def _check_not_empty(flag, path):
+    if not str(path).strip():
+        raise UsageError(f"{flag} is empty; expected a path to write. Give one.")
+
+
+def _make_directory(flag, path, directory):
+    """Creates `directory` (the output of `flag`, or its file's folder) and
+    its missing parents, or raises `UsageError` saying what stopped it."""
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as error:
+        blocker = _nearest_existing_ancestor(directory)
+        if not os.path.isdir(blocker):
+            raise UsageError(
+                f"{flag}={path} cannot be created: {blocker} is a file, not a directory. "
+                "Pick a path under a directory.") from error
+        raise UsageError(
+            f"{flag}={path} cannot be created: making the directory "
+            f"{error.filename or directory} failed ({error.strerror or error}). Pick a "
+            "writable location, or create the directory first.") from error
+
+
+def _nearest_existing_ancestor(path):
+    ancestor = os.path.abspath(path)
     while not os.path.exists(ancestor):
         ancestor = os.path.dirname(ancestor)
-    if not os.path.isdir(ancestor):
+    return ancestor
+
+
+def _probe_directory(flag, path, directory):
+    """Creates and deletes a file in `directory`, or raises `UsageError`
+    saying why it could not."""
+    try:
+        descriptor, probe = tempfile.mkstemp(prefix=PROBE_FILE_PREFIX, dir=directory)
+        os.close(descriptor)
+        os.remove(probe)
+    except OSError as error:
         raise UsageError(
-            f"{flag}={path} cannot be created: {ancestor} is a file, not a directory. "
-            "Pick a path under a directory.")
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise UsageError(
-            f"{flag}={path} cannot be written: {ancestor} is not writable (permission "
-            "denied). Pick a writable location.")
+            f"{flag}={path} cannot be written: creating a file in {directory} failed "
+            f"({error.strerror or error}). Pick a writable location, or make the "
+            "directory writable.") from error

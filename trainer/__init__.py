@@ -6,3 +6,7 @@ optimizer and learning-rate schedule), `training_loop` (the custom loop),
 `summaries` (TensorBoard), `checkpoints` (resumable checkpoints) and
 `export` (the encoder SavedModel).
 """
+
+from tfnlp.quiet_start import import_quietly
+
+import_quietly(("tensorflow",))

@@ -5,6 +5,7 @@ new trainer writes what `trainer.export` and users already know how to read:
 
 | file | written by | holds |
 |---|---|---|
+| `flags.yaml` | every trainer | the run's flags, resolved from `--config_file` and the command line: the same command with `--config_file=MODEL_DIR/flags.yaml` repeats the run (`write_flags`) |
 | `config.json` | every trainer | the model's config: the `BertConfig` (pretraining, fine-tuning) or the Keras-serialized translation model |
 | `serving.json` | every trainer | what an export needs besides the checkpoint: the model kind and vocabulary, then lower-casing, sequence length and labels (BERT) or the decoding settings (translation) (`write_serving_record`) |
 | `labels.json` | `trainer.finetune` | the label list; a label's class id is its index |
@@ -21,6 +22,9 @@ import os
 
 import tensorflow as tf
 
+from tfnlp import command_line
+
+FLAGS_FILE = "flags.yaml"
 CONFIG_FILE = "config.json"
 SERVING_FILE = "serving.json"
 LABELS_FILE = "labels.json"
@@ -54,6 +58,21 @@ def write_json(path, value):
     """Writes `value` to `path` as indented JSON."""
     with tf.io.gfile.GFile(path, "w") as file:
         file.write(json.dumps(value, indent=2) + "\n")
+
+
+def write_flags(model_dir, flags):
+    """Writes `model_dir/flags.yaml`: every flag of the run (`vars(flags)`),
+    as `--config_file` reads it back (`tfnlp.command_line.settings_text`),
+    so that the same command with `--config_file=MODEL_DIR/flags.yaml`
+    parses to the same flags. A resumed run writes its own."""
+    comments = (
+        "The flags of this run, resolved from --config_file and the command line.",
+        "Repeat the run: the same command with --config_file=<this file>;",
+        "flags on the command line override these.",
+        f"Relative paths are relative to {os.getcwd()}, where the run started.",
+    )
+    with tf.io.gfile.GFile(os.path.join(model_dir, FLAGS_FILE), "w") as file:
+        file.write(command_line.settings_text(vars(flags), comments))
 
 
 def write_serving_record(model_dir, record):

@@ -102,10 +102,11 @@ def export_at_end(run, export, model, export_dir, **options):
     return path
 
 
-def write_run_files(run, config, serving_record):
-    """Writes the run's `config.json` (`config.to_json`) and `serving.json`
-    (on the chief only)."""
+def write_run_files(run, config, serving_record, flags):
+    """Writes the run's `flags.yaml` (the parsed `flags`), `config.json`
+    (`config.to_json`) and `serving.json` (on the chief only)."""
     if run.chief:
+        run_files.write_flags(run.model_dir, flags)
         config.to_json(os.path.join(run.model_dir, run_files.CONFIG_FILE))
         run_files.write_serving_record(run.model_dir, serving_record)
 

@@ -13,9 +13,13 @@ import os
 import signal
 import sys
 
-from tfnlp.command_line import ArgumentParser, UsageError, check_input_directory, run_main
-from tfnlp.serve.http_server import ModelServer, logger
-from tfnlp.serve.model_store import ModelLoadError, ModelStore
+from tfnlp.quiet_start import import_quietly
+
+import_quietly(("tensorflow",))
+
+from tfnlp.command_line import ArgumentParser, UsageError, check_input_directory, run_main  # noqa: E402
+from tfnlp.serve.http_server import ModelServer, logger  # noqa: E402
+from tfnlp.serve.model_store import ModelLoadError, ModelStore  # noqa: E402
 
 
 def parse_flags(argv=None):

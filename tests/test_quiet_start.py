@@ -1,0 +1,69 @@
+"""The command lines start without TensorFlow's and Beam's import noise,
+which `--verbose` and TFNLP_VERBOSE=1 bring back."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPOSITORY
+from tfnlp import quiet_start
+
+
+PYTHON_M = (sys.executable, "-m", "pipelines.wordpiece_vocab")
+# The console script installed beside the interpreter.
+TFNLP = (os.path.join(os.path.dirname(sys.executable), "tfnlp"), "wordpiece-vocab")
+
+
+def help_run(*arguments, command=PYTHON_M, **environment):
+    """`COMMAND --help ARGUMENTS` (the WordPiece job imports TensorFlow and
+    Beam); returns the finished process."""
+    variables = {name: value for name, value in os.environ.items()
+                 if name not in ("TF_CPP_MIN_LOG_LEVEL", "TFNLP_VERBOSE")}
+    variables.update(environment)
+    return subprocess.run(
+        [*command, "--help", *arguments],
+        cwd=REPOSITORY, env=variables, capture_output=True, text=True, timeout=120,
+    )
+
+
+@pytest.mark.parametrize("command", [PYTHON_M, TFNLP], ids=["python -m", "tfnlp"])
+def test_a_command_line_starts_with_nothing_on_stderr(command):
+    finished = help_run(command=command)
+    assert finished.returncode == 0
+    assert finished.stdout.startswith("usage: ")
+    assert "wordpiece" in finished.stdout.splitlines()[0]
+    assert finished.stderr == ""
+
+
+@pytest.mark.parametrize("how", ["flag", "environment"])
+def test_verbose_shows_the_frameworks_start_up_lines(how):
+    finished = help_run("--verbose") if how == "flag" else help_run(TFNLP_VERBOSE="1")
+    assert finished.returncode == 0
+    assert "apitools" in finished.stderr  # Beam's
+    assert "oneDNN" in finished.stderr or "cpu_feature_guard" in finished.stderr  # TensorFlow's
+
+
+@pytest.mark.parametrize("arguments, environment, expected", [
+    ([], {}, False),
+    (["--verbose"], {}, True),
+    (["--verbose_name=x"], {}, False),
+    ([], {"TFNLP_VERBOSE": "1"}, True),
+    ([], {"TFNLP_VERBOSE": "0"}, False),
+    ([], {"TFNLP_VERBOSE": "False"}, False),
+])
+def test_verbose_requested(monkeypatch, arguments, environment, expected):
+    monkeypatch.delenv("TFNLP_VERBOSE", raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    assert quiet_start.verbose_requested(arguments) is expected
+
+
+def test_silenced_stderr_is_restored_after_an_error(capfd):
+    with pytest.raises(RuntimeError):
+        with quiet_start.stderr_silenced():
+            os.write(2, b"hidden\n")
+            raise RuntimeError("raised inside")
+    os.write(2, b"shown\n")
+    assert capfd.readouterr().err == "shown\n"
