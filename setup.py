@@ -1,7 +1,17 @@
-"""Installs tfnlp: the library (`tfnlp`), the Beam jobs (`pipelines`) and the
-training entry points (`trainer`)."""
+"""Installs tfnlp: the library (`tfnlp`), the Beam jobs (`pipelines`), the
+training entry points (`trainer`) and the `tfnlp` command (`tfnlp.cli`)."""
+
+import re
 
 import setuptools
+
+
+def package_version():
+    """`tfnlp.__version__`, read from tfnlp/__init__.py without importing it
+    (the version `tfnlp --version` prints)."""
+    with open("tfnlp/__init__.py", encoding="utf-8") as file:
+        return re.search(r'^__version__ = "([^"]+)"', file.read(), re.MULTILINE).group(1)
+
 
 INSTALL_REQUIRES = [
     "tensorflow~=2.21.0",
@@ -25,7 +35,15 @@ INSTALL_REQUIRES = [
     "orjson>=3.10,<4",
     # tfnlp.visualization draws alignment heatmaps with the tokens on the axes.
     "matplotlib>=3.8,<4",
+    # --config_file reads YAML, and the trainers write MODEL_DIR/flags.yaml.
+    "pyyaml>=6,<7",
 ]
+
+# TensorBoard's Profile tab, which reads the trace of --profile_steps
+# (MODEL_DIR/train/plugins/profile/). An extra, `pip install tfnlp[profile]`:
+# it pulls in xprof and its cloud-storage clients, which training and
+# serving do not need.
+PROFILE_REQUIRES = ["tensorboard-plugin-profile>=2.21,<3"]
 
 TEST_REQUIRES = [
     "pytest>=9,<10",
@@ -37,6 +55,8 @@ TEST_REQUIRES = [
     "scipy>=1.11",
     # `make test` runs the suite on two workers (0.64x the time on 2 cores).
     "pytest-xdist>=3.8,<4",
+    # tests/trainer/test_pretrain.py reads the Profile tab of a run.
+    *PROFILE_REQUIRES,
     # Property-based tests of the REST request parser and the tokenizers.
     "hypothesis>=6.150,<7",
 ]
@@ -48,7 +68,7 @@ MUTATION_REQUIRES = ["mutmut>=3.8,<3.9"]
 
 setuptools.setup(
     name="tfnlp",
-    version="0.1.0",
+    version=package_version(),
     description=(
         "Keras/TensorFlow NLP: Beam preprocessing, attention layers, BERT and "
         "translation models, tf.distribute training and SavedModel export."
@@ -61,5 +81,7 @@ setuptools.setup(
         include=["tfnlp", "tfnlp.*", "pipelines", "pipelines.*", "trainer", "trainer.*"]
     ),
     install_requires=INSTALL_REQUIRES,
-    extras_require={"test": TEST_REQUIRES, "mutation": MUTATION_REQUIRES},
+    entry_points={"console_scripts": ["tfnlp = tfnlp.cli:main"]},
+    extras_require={"test": TEST_REQUIRES, "mutation": MUTATION_REQUIRES,
+                    "profile": PROFILE_REQUIRES},
 )

@@ -15,7 +15,8 @@ module is that shared part:
   key-sorted UTF-8 JSON ending in a newline); `WriteStats`, the transform
   that writes a job's stats dict in it; `share`, the ratios in the stats.
 - `run_job`: builds a pipeline from the command line's Beam options, runs
-  it, checks that it finished, reads its stats and logs the summary.
+  it, checks that it finished, reads its stats and logs the runner's
+  counters, each top-level step's time (`runner_report`) and the summary.
 - `configure_command_line_logging`: the logging of `python -m pipelines.X`;
   `command_line_main`: what such a module's `__main__` block runs (its
   `main` through `tfnlp.command_line.run_main`: a user's mistake is one
@@ -37,12 +38,15 @@ import time
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.transforms import window
 
 from pipelines.beam_options import pipeline_options
 from tfnlp.command_line import run_main
 
 METRICS_NAMESPACE = "tfnlp"
+# Beam's system metric (namespace, name) of the time spent in a step.
+EXECUTION_TIME_METRIC = ("beam", "metric:ptransform_execution_time:total_msecs:v1")
 COUNTS_TAG = "counts"
 
 
@@ -220,12 +224,62 @@ def run_job(build_pipeline, beam_arguments, *, name, stats_file, summary_line, l
     start = time.monotonic()
     pipeline = beam.Pipeline(options=pipeline_options(beam_arguments))
     build_pipeline(pipeline)
-    state = pipeline.run().wait_until_finish()
+    result = pipeline.run()
+    state = result.wait_until_finish()
     if state != beam.runners.runner.PipelineState.DONE:
         raise RuntimeError(f"The {name} pipeline ended in state {state}.")
     stats = read_stats(stats_file)
+    for line in runner_report(result):
+        logger.info(line)
     logger.info(summary_line(stats, time.monotonic() - start))
     return stats
+
+
+def counter_totals(result):
+    """`{name: value}` of the job's Beam counters (namespace
+    `METRICS_NAMESPACE`), summed over steps, as the runner reports them."""
+    totals = {}
+    counters = result.metrics().query(MetricsFilter().with_namespace(METRICS_NAMESPACE))
+    for counter in counters["counters"]:
+        name = counter.key.metric.name
+        value = counter.committed if counter.committed is not None else counter.attempted
+        totals[name] = totals.get(name, 0) + (value or 0)
+    return dict(sorted(totals.items()))
+
+
+def stage_seconds(result):
+    """`{top-level step: seconds}`: the time the runner's workers spent in
+    each of the pipeline's top-level steps, summed over workers (Beam's
+    `ptransform_execution_time` system metric; `{}` from a runner that does
+    not report it)."""
+    try:
+        counters = result.monitoring_metrics().query()["counters"]
+    except (AttributeError, NotImplementedError, KeyError):
+        return {}
+    seconds = {}
+    for counter in counters:
+        metric = (counter.key.metric.namespace, counter.key.metric.name)
+        if metric != EXECUTION_TIME_METRIC or not counter.key.step:
+            continue
+        stage = counter.key.step.split("/")[0]
+        seconds[stage] = seconds.get(stage, 0.0) + (counter.committed or 0) / 1000
+    return seconds
+
+
+def runner_report(result):
+    """The lines a job logs at its end: its counters and each top-level
+    step's time, slowest first."""
+    lines = []
+    counters = counter_totals(result)
+    if counters:
+        lines.append("Beam counters: " + ", ".join(
+            f"{name}={value:,}" for name, value in counters.items()))
+    seconds = stage_seconds(result)
+    if seconds:
+        slowest = sorted(seconds.items(), key=lambda item: (-item[1], item[0]))
+        lines.append("Stage times (worker seconds): " + ", ".join(
+            f"{stage} {value:.1f}" for stage, value in slowest))
+    return lines
 
 
 def configure_command_line_logging():
@@ -240,8 +294,9 @@ def configure_command_line_logging():
     logging.getLogger("apache_beam").setLevel(logging.WARNING)
 
 
-def command_line_main(module_name):
-    """Runs a job from its command line (`python -m pipelines.X`).
+def command_line_main(module_name, argv=None):
+    """Runs a job from its command line (`python -m pipelines.X`, or
+    `tfnlp X`).
 
     Configures the logging (`configure_command_line_logging`) and runs the
     `main` of the job's module imported by its name, rather than that of
@@ -250,6 +305,8 @@ def command_line_main(module_name):
 
     Args:
         module_name: the job's module, e.g. "pipelines.translation_data".
+        argv: the arguments without the program name; `sys.argv[1:]` when
+            None.
 
     Returns:
         What the module's `main()` returns (the stats dict).
@@ -259,4 +316,4 @@ def command_line_main(module_name):
             output that cannot be written, a bad flag value).
     """
     configure_command_line_logging()
-    return run_main(importlib.import_module(module_name).main)
+    return run_main(importlib.import_module(module_name).main, argv)

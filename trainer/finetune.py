@@ -67,7 +67,10 @@ Writes into `--model_dir`:
 - `backup/`: Keras' `BackupAndRestore` state, so that an interrupted run
   started again with the same command goes on from its last epoch (the
   backup is deleted when the run ends);
-- `train/` and `validation/`: TensorBoard logs (`keras.callbacks.TensorBoard`);
+- `train/` and `validation/`: TensorBoard logs (`keras.callbacks.TensorBoard`),
+  and the hyperparameters (every flag and the encoder config) in
+  `--model_dir` itself for the HParams tab, with the loss and accuracy of
+  both folders as its metrics;
 - `eval_results.json`: the final metrics on `--eval_data` (or on the
   training data without it), also printed;
 - `serving.json`: the task, labels, vocabulary, lower-casing and
@@ -90,11 +93,12 @@ import tensorflow as tf
 
 from tfnlp.command_line import UsageError, run_main
 from tfnlp.text.bert_tokenizer import BertTokenizer
-from trainer import finetune_data, optimization, run_files, runtime
+from trainer import finetune_data, optimization, run_files, runtime, summaries
 from trainer.bert_models import build_model, check_inputs_fit, encoder_from_source
 from trainer.checkpoints import Checkpoints
 from trainer.export import export_trained_model
 from trainer.finetune_flags import check_paths, parse_flags, split_labels
+from trainer.progress import Progress
 
 LOGGER = logging.getLogger("trainer.finetune")
 
@@ -262,6 +266,58 @@ def compile_model(model, task, optimizer):
         )
 
 
+# The metrics of each task as `keras.callbacks.TensorBoard` names them
+# ("epoch_" and the name in `fit`'s logs; a head's name before a metric of
+# the span model's two heads).
+TASK_METRICS = {
+    "classification": ("epoch_loss", "epoch_accuracy"),
+    "token_classification": ("epoch_loss", "epoch_token_accuracy"),
+    "span": ("epoch_loss", "epoch_start_logits_start_accuracy",
+             "epoch_end_logits_end_accuracy"),
+}
+
+
+def hparams_metrics(task):
+    """The `(folder, tag)` metrics of the HParams tab for `task`: those of
+    the `validation` and `train` folders of `keras.callbacks.TensorBoard`.
+
+    Example:
+
+    >>> hparams_metrics("classification")[:2]
+    (('validation', 'epoch_loss'), ('validation', 'epoch_accuracy'))
+    """
+    return tuple((group, tag) for group in ("validation", "train")
+                 for tag in TASK_METRICS[task])
+
+
+def _hparams(flags, config, run):
+    """The HParams tab's values: every flag, the encoder config
+    (`model/...`) and the number of replicas."""
+    values = {f"model/{name}": value for name, value in config.to_dict().items()}
+    values.update(vars(flags))
+    values["replicas"] = run.replicas
+    return values
+
+
+class EpochSummaries(keras.callbacks.TensorBoard):
+    """`keras.callbacks.TensorBoard` that writes every epoch's metrics.
+
+    With `update_freq=N` Keras 3 records a batch's summaries only on steps
+    that are multiples of N, and that condition is still in force when the
+    epoch ends: an epoch ending on any other step logged no `epoch_*`
+    scalar (`train/` and `validation/` stayed empty). The epoch's metrics
+    are written unconditionally here.
+
+    Args:
+        log_dir: the run's `model_dir`.
+        update_freq: steps between batch-level scalars (`--log_every_steps`).
+    """
+
+    def on_epoch_end(self, epoch, logs=None):
+        with tf.summary.record_if(True):
+            super().on_epoch_end(epoch, logs)
+
+
 class StopAtStep(keras.callbacks.Callback):
     """Stops `fit` after the optimizer's `total_steps`-th step."""
 
@@ -272,6 +328,36 @@ class StopAtStep(keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
         if int(self.model.optimizer.iterations.numpy()) >= self.total_steps:
             self.model.stop_training = True
+
+
+class FitProgress(keras.callbacks.Callback):
+    """Reports `fit`'s progress over the whole run (not per epoch) with
+    `trainer.progress.Progress`: step/total, examples per second, loss,
+    elapsed and remaining time.
+
+    Args:
+        total_steps: the optimizer step the run trains to.
+        global_batch_size: the examples of a step.
+        interval_seconds: seconds between lines when not on a terminal.
+    """
+
+    def __init__(self, total_steps, global_batch_size, interval_seconds):
+        super().__init__()
+        self.total_steps = total_steps
+        self.global_batch_size = global_batch_size
+        self.interval_seconds = interval_seconds
+        self.progress = None
+
+    def on_train_begin(self, logs=None):
+        start = int(self.model.optimizer.iterations.numpy())
+        self.progress = Progress(self.total_steps, start=start,
+                                 interval_seconds=self.interval_seconds)
+
+    def on_train_batch_end(self, batch, logs=None):
+        loss = (logs or {}).get("loss")
+        self.progress.update(int(self.model.optimizer.iterations.numpy()),
+                             examples=self.global_batch_size,
+                             loss=None if loss is None else float(loss))
 
 
 class EpochCheckpoint(keras.callbacks.Callback):
@@ -343,10 +429,10 @@ def _callbacks(flags, run, checkpoints, step, total_steps):
         keras.callbacks.BackupAndRestore(os.path.join(flags.model_dir, "backup")),
         StopAtStep(total_steps),
         EpochCheckpoint(checkpoints, step),
+        FitProgress(total_steps, flags.global_batch_size, flags.progress_every_seconds),
     ]
     if run.chief:
-        callbacks.append(keras.callbacks.TensorBoard(
-            flags.model_dir, update_freq=flags.log_every_steps))
+        callbacks.append(EpochSummaries(flags.model_dir, update_freq=flags.log_every_steps))
     return callbacks
 
 
@@ -408,7 +494,10 @@ def run(flags):
             inner.global_clipnorm = flags.clip_norm
         compile_model(model, flags.task, optimizer)
         step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
-    runtime.write_run_files(run, encoder.config, record)
+    runtime.write_run_files(run, encoder.config, record, flags)
+    if run.chief:
+        summaries.write_hparams(flags.model_dir, _hparams(flags, encoder.config, run),
+                                hparams_metrics(flags.task))
     LOGGER.info(
         "Fine-tuning %s (%s) from %s on %d replica(s): %d training examples, "
         "%d steps of %d (%d per epoch, %d warmup), %d evaluation examples.",

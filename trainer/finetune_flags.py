@@ -10,7 +10,12 @@ from tfnlp.command_line import (
 )
 from trainer import finetune_data
 from trainer.optimization import OPTIMIZERS
-from trainer.run_flags import add_distribution_flags, check_config_flag, check_output_flags
+from trainer.run_flags import (
+    add_distribution_flags,
+    add_progress_flag,
+    check_config_flag,
+    check_output_flags,
+)
 
 
 def finetuning_parser():
@@ -86,6 +91,7 @@ def finetuning_parser():
     outputs.add_argument("--keep_checkpoints", type=int, default=2)
     outputs.add_argument("--log_every_steps", type=int, default=100,
                          help="Steps between TensorBoard training scalars.")
+    add_progress_flag(outputs)
     outputs.add_argument("--export_dir", default="",
                          help="Write the fine-tuned model as a SavedModel here.")
     outputs.add_argument("--verbose", type=int, choices=(0, 1, 2), nargs="?", const=2,

@@ -15,8 +15,13 @@ with the custom loop of `trainer.training_loop` (see there why not
   on to `--train_steps`, so a killed job is resumed by re-running it.
 - `train/` and `eval/` TensorBoard logs: losses, accuracies, perplexity,
   learning rate, gradient norm, examples/s and tokens/s (real tokens, the
-  sum of `input_mask`), the hyperparameters, attention heatmaps of one fixed
-  example and, with `--profile_steps`, a profiler trace.
+  sum of `input_mask`); every `--attention_images_every_steps`, the
+  attention of one fixed example (an image a layer, a panel a head, its
+  tokens on the axes: WordPieces given `--vocab_file`, ids otherwise) and
+  the masked-LM predictions for it (text); with `--profile_steps`, a
+  profiler trace (`train/plugins/profile/`). The hyperparameters (every
+  flag and the model config) go into `--model_dir` itself, for the HParams
+  tab (`trainer.summaries.write_hparams`).
 - `train_log.jsonl`: one JSON line per step (`step`, `loss`, `mlm_loss`,
   `nsp_loss`, `learning_rate`, `gradient_norm`), and `eval_log.jsonl`.
 - `config.json`: the `BertConfig`; `serving.json`: what `python -m
@@ -45,6 +50,7 @@ import tensorflow as tf
 from tfnlp.command_line import UsageError, run_main
 from tfnlp.data import pretraining_dataset
 from tfnlp.models import BertEncoder
+from tfnlp.text import load_vocabulary
 from trainer import optimization, runtime, summaries
 from trainer.bert_models import build_model, config_from_name
 from trainer.export import export_trained_model
@@ -111,8 +117,19 @@ def dataset_function(patterns, flags, global_batch_size, training, seed=None):
     return dataset_fn
 
 
+# Records read to find a short fixed example for the attention pictures.
+FIXED_EXAMPLE_CANDIDATES = 256
+# The metrics the HParams tab compares runs by: (summary folder, tag).
+HPARAMS_METRICS = tuple(
+    (group, tag) for group in ("eval", "train")
+    for tag in ("loss", "mlm_accuracy", "nsp_accuracy", "mlm_perplexity"))
+
+
 def fixed_example(patterns, flags):
-    """The first record of `patterns`, for the attention heatmaps."""
+    """The example of the attention pictures and masked-LM samples: the
+    first record of `patterns` whose real tokens all fit in a picture
+    (`summaries.MAX_PICTURE_TOKENS`) among the first 256, else the
+    shortest of them."""
     dataset = pretraining_dataset(
         _files(patterns)[:1],
         batch_size=1,
@@ -120,18 +137,38 @@ def fixed_example(patterns, flags):
         max_predictions_per_seq=flags.max_predictions_per_seq,
         shuffle=False,
     )
-    return {name: value.numpy() for name, value in next(iter(dataset)).items()}
+    shortest, shortest_length = None, None
+    for record in dataset.take(FIXED_EXAMPLE_CANDIDATES):
+        length = int(record["input_mask"].numpy().sum())
+        if shortest is None or length < shortest_length:
+            shortest, shortest_length = record, length
+        if length <= summaries.MAX_PICTURE_TOKENS:
+            break
+    return {name: value.numpy() for name, value in shortest.items()}
 
 
 def _hparams(flags, config, strategy):
+    """The HParams tab's values: every flag, the model config (`model/...`)
+    and the number of replicas."""
     values = {f"model/{name}": value for name, value in config.to_dict().items()}
-    for name in ("global_batch_size", "train_steps", "learning_rate", "warmup_steps",
-                 "optimizer", "weight_decay", "clip_norm", "gradient_accumulation_steps",
-                 "max_seq_length", "max_predictions_per_seq", "strategy",
-                 "mixed_precision", "jit_compile", "seed"):
-        values[name] = getattr(flags, name)
+    values.update(vars(flags))
     values["replicas"] = strategy.num_replicas_in_sync
     return values
+
+
+def sample_writer(flags, model, run):
+    """The `samples` callback of the training loop: attention pictures and
+    masked-LM predictions of a fixed example, or None (not the chief, no
+    `--attention_images_every_steps`, or a TPU, whose variables the host
+    cannot run eagerly)."""
+    if not (run.chief and flags.attention_images_every_steps and flags.strategy != "tpu"):
+        return None
+    example = fixed_example(flags.eval_data or flags.train_data, flags)
+    vocabulary = load_vocabulary(flags.vocab_file) if flags.vocab_file else None
+    return summaries.sample_writer(
+        summaries.AttentionProbe(model.encoder, example, vocabulary),
+        summaries.MaskedLmSamples(model, example, vocabulary),
+    )
 
 
 def serving_record(flags):
@@ -150,7 +187,7 @@ def run(flags):
     runtime.check_global_batch_size(flags.global_batch_size, run.replicas,
                                     flags.gradient_accumulation_steps)
     config = load_config(flags)
-    runtime.write_run_files(run, config, serving_record(flags))
+    runtime.write_run_files(run, config, serving_record(flags), flags)
     LOGGER.info(
         "Pretraining with %s on %d replica(s): %s", type(run.strategy).__name__,
         run.replicas, config,
@@ -183,12 +220,8 @@ def run(flags):
     )
 
     logs = summaries.RunLogs(flags.model_dir, run.chief, flags.profile_steps)
-    logs.writers.hparams(_hparams(flags, config, strategy))
-    images = None
-    if run.chief and flags.attention_images_every_steps and flags.strategy != "tpu":
-        images = summaries.AttentionProbe(
-            model.encoder, fixed_example(flags.eval_data or flags.train_data, flags)
-        ).images
+    logs.writers.hparams(_hparams(flags, config, strategy), HPARAMS_METRICS)
+    samples = sample_writer(flags, model, run)
     evaluator = None
     if flags.eval_data:
         eval_dataset = strategy.distribute_datasets_from_function(
@@ -201,12 +234,13 @@ def run(flags):
         checkpoint_every_steps=flags.checkpoint_every_steps,
         eval_every_steps=flags.eval_every_steps,
         stop_time_seconds=flags.stop_time_hours * 3600,
+        progress_every_seconds=flags.progress_every_seconds,
         images_every_steps=flags.attention_images_every_steps,
     )
     try:
         loss = train(loop, train_iterator, checkpoints, logs, schedule,
                      optimization.learning_rate_schedule(optimizer), current_step,
-                     evaluator=evaluator, images=images)
+                     evaluator=evaluator, samples=samples)
         if flags.export_dir:
             runtime.export_at_end(
                 run, export_trained_model, model, flags.export_dir,

@@ -3,6 +3,8 @@ XLA flags, the wall-clock budget, the optimizer and output flags of the
 trainers on the custom loop, the positivity checks of step counts, and the
 check of the TFRecord shards a data flag names."""
 
+import argparse
+
 import tensorflow as tf
 from tensorflow.python.util import deprecation
 
@@ -61,16 +63,37 @@ def add_loop_training_flags(group):
 def add_loop_output_flags(group):
     """Adds when the trainers on `training_loop.train` save, log, evaluate and
     profile: `--checkpoint_every_steps`, `--keep_checkpoints`,
-    `--log_every_steps`, `--eval_every_steps` (default 0: only at the end)
-    and `--profile_steps`."""
+    `--log_every_steps`, `--eval_every_steps` (default 0: only at the end),
+    `--progress_every_seconds` and `--profile_steps`."""
     group.add_argument("--checkpoint_every_steps", type=int, default=1000)
     group.add_argument("--keep_checkpoints", type=int, default=5)
     group.add_argument("--log_every_steps", type=int, default=100,
                        help="Steps between TensorBoard scalars and log lines.")
+    add_progress_flag(group)
     group.add_argument("--eval_every_steps", type=int, default=0,
                        help="Steps between evaluations (0: only at the end).")
     group.add_argument("--profile_steps", default="",
                        help="'START,END': trace these steps with the TF profiler.")
+
+
+def non_negative_seconds(value):
+    """argparse type: a number of seconds, at least 0."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0:
+        raise argparse.ArgumentTypeError(f"expected seconds, 0 or more, not {value!r}")
+    return seconds
+
+
+def add_progress_flag(group):
+    """Adds `--progress_every_seconds`: how often a progress line is logged
+    when the output is not a terminal."""
+    group.add_argument("--progress_every_seconds", type=non_negative_seconds, default=30.0,
+                       help="Seconds between progress lines (step/total, tokens/s, time "
+                            "left) when stderr is not a terminal; on a terminal a "
+                            "progress bar is redrawn instead.")
 
 
 def check_counts(parser, flags, positive=(), non_negative=()):

@@ -1,14 +1,28 @@
-"""TensorBoard logs of a training job: scalars, hparams, attention heatmaps.
+"""TensorBoard logs of a training job: scalars, hparams, pictures, text.
 
 The job writes `model_dir/train/` and `model_dir/eval/` event files with
-`tf.summary`. Besides the scalars it logs the run's hyperparameters (the
-TensorBoard HParams plugin) and, every so often, the attention weights of
-one fixed example: for each layer one image, its heads side by side, each
-head a `length x length` heatmap (row: the attending token, column: the
-attended one) in the viridis colour map, scaled per head to its largest
-weight.
+`tf.summary`, and its hyperparameters in `model_dir` itself, so that
+`tensorboard --logdir model_dir` shows:
+
+- Scalars: the `train` and `eval` metrics.
+- HParams: the run's flags and model settings, with the metrics each
+  trainer declares (the last `train` and `eval` value of each) for
+  comparing runs (`write_hparams`): their values show when `--logdir` is
+  the folder above the runs.
+- Images: pictures drawn by `tfnlp.visualization` (matplotlib): for BERT
+  the attention of one fixed example, one image a layer with a panel a
+  head and the example's tokens on the axes (`AttentionProbe`); for
+  translation the alignment of sample sentences (`trainer.translation_eval`).
+- Text: Markdown tables of samples (the masked-LM predictions of the fixed
+  example; sample translations).
+- Profile: with `--profile_steps`, a trace of those steps in
+  `train/plugins/profile/<time>/`, where the Profile tab (the
+  `tensorboard-plugin-profile` package) finds it.
+
+Only the chief writes: the other workers of a cluster get no-op writers.
 """
 
+import contextlib
 import os
 
 import numpy as np
@@ -16,33 +30,38 @@ import tensorflow as tf
 from tensorboard.plugins.hparams import api as hparams_api
 
 from tfnlp.command_line import UsageError
+from tfnlp.visualization import attention_heads_image, markdown_table, markdown_text
 from trainer import run_files
 
-# Viridis at 0, .25, .5, .75 and 1; interpolated linearly in between.
-_VIRIDIS = np.array(
-    [
-        [0.267, 0.005, 0.329],
-        [0.229, 0.322, 0.546],
-        [0.128, 0.567, 0.551],
-        [0.369, 0.789, 0.383],
-        [0.993, 0.906, 0.144],
-    ],
-    "float32",
-)
+# The fixed example's tokens that the attention images show at most (a
+# longer example's first ones; `pretrain.fixed_example` prefers a short one).
+MAX_PICTURE_TOKENS = 48
+# Masked-LM predictions listed for each masked position.
+TOP_PREDICTIONS = 3
 
 
 class SummaryWriters:
     """The `train` and `eval` `tf.summary` writers under `model_dir`.
 
-    A process that is not the chief gets no-op writers, so that only one
-    worker of a cluster writes.
+    A process that is not the chief gets no-op writers (and writes no
+    hparams), so that only one worker of a cluster writes.
 
     Args:
         model_dir: the job's directory.
         enabled: False for no-op writers.
+
+    Example:
+
+    >>> import tempfile
+    >>> writers = SummaryWriters(tempfile.mkdtemp())
+    >>> writers.scalars(writers.train, {"loss": 2.5}, step=1)
+    >>> writers.text(writers.eval, {"samples": "| a |\\n|---|\\n| b |"}, step=1)
+    >>> writers.close()
     """
 
     def __init__(self, model_dir, enabled=True):
+        self.model_dir = model_dir
+        self.enabled = enabled
         if enabled:
             self.train = tf.summary.create_file_writer(
                 os.path.join(model_dir, run_files.TRAIN_SUMMARIES))
@@ -58,85 +77,157 @@ class SummaryWriters:
                 tf.summary.scalar(name, value)
         writer.flush()
 
-    def hparams(self, values):
-        """Records the run's hyperparameters (the HParams dashboard)."""
-        clean = {
-            name: value if isinstance(value, (bool, int, float, str)) else str(value)
-            for name, value in values.items()
-            if value is not None
-        }
-        with self.train.as_default():
-            hparams_api.hparams(clean)
-        self.train.flush()
+    def hparams(self, values, metrics=()):
+        """Records the run's hyperparameters for the HParams tab (see
+        `write_hparams`); nothing on a worker that is not the chief."""
+        if self.enabled:
+            write_hparams(self.model_dir, values, metrics)
 
-    def images(self, values, step):
-        """Writes each `name: [1, height, width, 3] image` of `values`."""
-        with self.train.as_default(step=step):
+    def images(self, writer, values, step):
+        """Writes each `name: image` of `values` (uint8 RGB, `[height, width,
+        3]` or `[1, height, width, 3]`) at `step` (TensorBoard stores it as
+        a PNG)."""
+        with writer.as_default(step=step):
             for name, image in values.items():
-                tf.summary.image(name, image, max_outputs=1)
-        self.train.flush()
+                image = np.asarray(image)
+                tf.summary.image(name, image[None] if image.ndim == 3 else image,
+                                 max_outputs=1)
+        writer.flush()
+
+    def text(self, writer, values, step):
+        """Writes each `name: markdown` of `values` as text at `step` (the
+        Text tab renders Markdown: see `tfnlp.visualization.markdown_table`)."""
+        with writer.as_default(step=step):
+            for name, markdown in values.items():
+                tf.summary.text(name, markdown)
+        writer.flush()
 
     def close(self):
         for writer in (self.train, self.eval):
             writer.close()
 
 
-def colour_map(values):
-    """Maps values in [0, 1] to viridis RGB colours (`[..., 3]` float32)."""
-    values = tf.clip_by_value(tf.cast(values, tf.float32), 0.0, 1.0)
-    position = values * (len(_VIRIDIS) - 1)
-    lower = tf.minimum(tf.cast(tf.floor(position), tf.int32), len(_VIRIDIS) - 2)
-    fraction = (position - tf.cast(lower, tf.float32))[..., None]
-    table = tf.constant(_VIRIDIS)
-    return tf.gather(table, lower) * (1.0 - fraction) + tf.gather(table, lower + 1) * fraction
+def hparam_values(values):
+    """The hyperparameters TensorBoard can hold: bool, int, float and str
+    values as they are, other values as `str()`, None values left out.
+
+    Example:
+
+    >>> hparam_values({"learning_rate": 1e-4, "tpu": None, "labels": ["a", "b"]})
+    {'learning_rate': 0.0001, 'labels': "['a', 'b']"}
+    """
+    return {
+        name: value if isinstance(value, (bool, int, float, str)) else str(value)
+        for name, value in values.items()
+        if value is not None
+    }
 
 
-def attention_image(attention, pixels_per_token=None):
-    """One layer's attention weights as a `[1, height, width, 3]` image.
+def write_hparams(logdir, values, metrics=()):
+    """Writes a run's hyperparameters and the metrics to compare it by, for
+    TensorBoard's HParams tab.
+
+    Both go into `logdir` itself (the run's `model_dir`): the plugin takes
+    `logdir` as one trial, named by its path, and finds the metrics in its
+    `train/` and `eval/` subfolders (the last value of each) when its
+    `--logdir` is the folder above the run (with `--logdir` at the run
+    itself, TensorBoard 2.21 looks for them in "./train", which it does not
+    have). The experiment config (`hparams_config`) declares the hparams
+    and the `metrics`; the tab shows the first five of each (the hparams in
+    alphabetical order, the metrics in the order given) until the user
+    ticks more. TensorBoard reads one config for all the runs under its
+    `--logdir`, so compare runs of one trainer at a time.
 
     Args:
-        attention: `(num_heads, length, length)` weights of one example.
-        pixels_per_token: the side of each weight's square; by default large
-            enough for a 128-pixel-high image.
+        logdir: the run's directory.
+        values: `{name: value}`: the flags and model settings (see
+            `hparam_values` for the types kept).
+        metrics: `(group, tag)` pairs: the scalar `tag` of the `group`
+            subfolder ("train", "eval"), shown as "group tag".
 
-    Returns:
-        The heads side by side (left to right), separated by a white column,
-        each scaled to its largest weight and coloured with viridis.
+    Example:
+
+    >>> import tempfile
+    >>> write_hparams(tempfile.mkdtemp(), {"learning_rate": 1e-4, "seed": 0},
+    ...               [("eval", "loss"), ("train", "loss")])
     """
-    attention = tf.convert_to_tensor(attention, tf.float32)
-    length = int(attention.shape[-1])
-    if pixels_per_token is None:
-        pixels_per_token = max(1, 128 // max(length, 1))
-    scaled = attention / (tf.reduce_max(attention, axis=[1, 2], keepdims=True) + 1e-9)
-    image = colour_map(scaled)  # (heads, length, length, 3)
-    image = tf.repeat(tf.repeat(image, pixels_per_token, axis=1), pixels_per_token, axis=2)
-    separator = tf.ones_like(image[:, :, :1, :])
-    image = tf.concat([image, separator], axis=2)[:, :, :, :]
-    heads = tf.unstack(image, axis=0)
-    return tf.concat(heads, axis=1)[None, :, :-1, :]
+    clean = hparam_values(values)
+    writer = tf.summary.create_file_writer(logdir)
+    with writer.as_default():
+        hparams_api.hparams_config(
+            hparams=[hparams_api.HParam(name) for name in sorted(clean)],
+            metrics=[hparams_api.Metric(tag, group=group, display_name=f"{group} {tag}")
+                     for group, tag in metrics],
+        )
+        hparams_api.hparams(clean, trial_id=str(logdir))
+    writer.close()
+
+
+def token_labels(ids, vocabulary=None):
+    """The labels of token ids: their vocabulary entries, or the ids.
+
+    Args:
+        ids: token ids.
+        vocabulary: the list of tokens (`tfnlp.text.load_vocabulary`), or
+            None to label each token with its id.
+
+    Example:
+
+    >>> token_labels([2, 0], ["[PAD]", "[UNK]", "[CLS]"]), token_labels([7])
+    (['[CLS]', '[PAD]'], ['7'])
+    """
+    ids = [int(token) for token in np.asarray(ids).reshape(-1)]
+    if vocabulary is None:
+        return [str(token) for token in ids]
+    return [vocabulary[token] if 0 <= token < len(vocabulary) else f"<{token}>"
+            for token in ids]
+
+
+def _one_example(example, names):
+    """The named features of one example as `(1, length)` int32 tensors."""
+    return {name: tf.constant(np.asarray(example[name]).reshape(1, -1), tf.int32)
+            for name in names}
 
 
 class AttentionProbe:
-    """The attention weights of each encoder layer on one fixed example.
+    """The attention of each encoder layer on one fixed example, drawn.
 
     Runs the encoder's embeddings and then each `TransformerEncoderBlock`
     with `return_attention_scores=True` (inference mode), on the real
-    tokens of the example only (padding cropped).
+    tokens of the example only (padding cropped), and draws each layer as
+    a grid of its heads with the tokens on the axes
+    (`tfnlp.visualization.attention_heads_image`). A longer example than
+    `max_tokens` is run whole; the picture shows its first `max_tokens`.
 
     Args:
         encoder: a `tfnlp.models.BertEncoder`.
         example: a dict with `input_ids` and `segment_ids` (and
             `input_mask`) of one example, `(length,)` or `(1, length)`.
+        vocabulary: the tokens of the ids (`tfnlp.text.load_vocabulary`),
+            or None to label the axes with the ids.
+        max_tokens: the most tokens a picture shows.
+
+    Example:
+
+    >>> from tfnlp.models import BertConfig, BertEncoder
+    >>> encoder = BertEncoder(BertConfig.preset("tiny", num_layers=1, vocab_size=10))
+    >>> probe = AttentionProbe(encoder, {"input_ids": [2, 5, 3, 0], "segment_ids": [0] * 4,
+    ...                                  "input_mask": [1, 1, 1, 0]}, list("abcdefghij"))
+    >>> [(name, image.shape[-1]) for name, image in probe.images().items()]
+    [('attention/layer_0', 3)]
     """
 
-    def __init__(self, encoder, example):
+    def __init__(self, encoder, example, vocabulary=None, max_tokens=MAX_PICTURE_TOKENS):
         self.encoder = encoder
         mask = np.asarray(example["input_mask"]).reshape(-1)
         length = int(mask.sum()) or mask.size
         self.inputs = {
-            name: tf.constant(np.asarray(example[name]).reshape(1, -1)[:, :length], tf.int32)
-            for name in ("input_ids", "segment_ids", "input_mask")
+            name: tensor[:, :length] for name, tensor in _one_example(
+                example, ("input_ids", "segment_ids", "input_mask")).items()
         }
+        self.length = length
+        self.shown = min(length, max_tokens)
+        self.tokens = token_labels(self.inputs["input_ids"][0, :self.shown], vocabulary)
         self._attention = tf.function(self._attention_weights)
 
     def _attention_weights(self):
@@ -162,11 +253,97 @@ class AttentionProbe:
         return weights
 
     def images(self):
-        """`{"attention/layer_i": image}` for every layer."""
+        """`{"attention/layer_i": uint8 RGB image}` for every layer."""
+        layers = self._attention()
+        shown = self.shown
+        cropped = f" (its first {shown} of {self.length} tokens)" if shown < self.length else ""
         return {
-            f"attention/layer_{index}": attention_image(weights)
-            for index, weights in enumerate(self._attention())
+            f"attention/layer_{index}": attention_heads_image(
+                weights.numpy()[:, :shown, :shown], self.tokens,
+                title=f"Layer {index} of {len(layers)}: attention of each head{cropped}")
+            for index, weights in enumerate(layers)
         }
+
+    def write(self, writers, step):
+        """Writes the images with `writers` (`SummaryWriters`) at `step`."""
+        writers.images(writers.train, self.images(), step)
+
+
+class MaskedLmSamples:
+    """What a BERT pretraining model predicts at the masked positions of one
+    fixed example, as a Markdown table for the Text tab.
+
+    The example's input (with its [MASK] tokens), then a row a masked
+    position: its input token, the original token, and the model's
+    `top` tokens with their probabilities.
+
+    Args:
+        model: a `tfnlp.models.BertPretrainingModel`.
+        example: a pretraining example (`input_ids`, `input_mask`,
+            `segment_ids`, `masked_lm_positions`, `masked_lm_ids`,
+            `masked_lm_weights`), `(length,)` or `(1, length)` each.
+        vocabulary: the tokens of the ids, or None to show the ids.
+        top: how many predictions a position lists.
+
+    Example:
+
+    >>> from tfnlp.models import BertConfig, BertEncoder, BertPretrainingModel
+    >>> model = BertPretrainingModel(
+    ...     BertEncoder(BertConfig.preset("tiny", num_layers=1, vocab_size=10)))
+    >>> samples = MaskedLmSamples(model, {
+    ...     "input_ids": [2, 4, 3], "input_mask": [1, 1, 1], "segment_ids": [0, 0, 0],
+    ...     "masked_lm_positions": [1, 0], "masked_lm_ids": [7, 0],
+    ...     "masked_lm_weights": [1.0, 0.0]})
+    >>> samples.markdown().splitlines()[2]
+    '| position | input | original | predictions |'
+    """
+
+    def __init__(self, model, example, vocabulary=None, top=TOP_PREDICTIONS):
+        self.model = model
+        self.vocabulary = vocabulary
+        self.top = top
+        self.inputs = _one_example(example, ("input_ids", "input_mask", "segment_ids",
+                                             "masked_lm_positions"))
+        weights = np.asarray(example["masked_lm_weights"]).reshape(-1)
+        self.masked = np.flatnonzero(weights > 0)
+        self.positions = np.asarray(example["masked_lm_positions"]).reshape(-1)
+        self.originals = np.asarray(example["masked_lm_ids"]).reshape(-1)
+        mask = np.asarray(example["input_mask"]).reshape(-1)
+        self.input_ids = np.asarray(example["input_ids"]).reshape(-1)[:int(mask.sum())]
+
+    def markdown(self):
+        """The example's input and the table of predictions (Markdown)."""
+        logits = self.model(self.inputs, training=False)["mlm_logits"][0].numpy()
+        probabilities = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        probabilities /= probabilities.sum(axis=-1, keepdims=True)
+        rows = []
+        for index in self.masked:
+            best = np.argsort(-probabilities[index])[:self.top]
+            position = int(self.positions[index])
+            predictions = ", ".join(
+                f"{label} ({probabilities[index, token]:.2f})"
+                for label, token in zip(token_labels(best, self.vocabulary), best))
+            rows.append([position, *token_labels([self.input_ids[position]], self.vocabulary),
+                         *token_labels([self.originals[index]], self.vocabulary), predictions])
+        example = markdown_text(" ".join(token_labels(self.input_ids, self.vocabulary)))
+        table = markdown_table(["position", "input", "original", "predictions"], rows)
+        return f"**input:** {example}\n\n{table}"
+
+    def write(self, writers, step):
+        """Writes the table as `masked_lm_predictions` with `writers` at `step`."""
+        writers.text(writers.train, {"masked_lm_predictions": self.markdown()}, step)
+
+
+def sample_writer(*probes):
+    """The `samples(writers, step)` callback of `trainer.training_loop.train`
+    that has each probe (`AttentionProbe`, `MaskedLmSamples`) write its
+    summaries."""
+
+    def write(writers, step):
+        for probe in probes:
+            probe.write(writers, step)
+
+    return write
 
 
 class Profiler:
@@ -199,6 +376,15 @@ class Profiler:
         if self.start is not None and step == self.start and not self.running:
             tf.profiler.experimental.start(self.logdir)
             self.running = True
+
+    def step_trace(self, step):
+        """A context manager to run step `step` (1-based) in: while tracing,
+        it marks the step in the trace (`tf.profiler.experimental.Trace`
+        with `step_num`), which the Profile tab's overview and step-time
+        graph need; otherwise it does nothing."""
+        if self.running:
+            return tf.profiler.experimental.Trace("train", step_num=step, _r=1)
+        return contextlib.nullcontext()
 
     def after_step(self, step):
         """Call with the 1-based number of the step just run."""

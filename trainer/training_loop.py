@@ -46,10 +46,10 @@ whatever the number of replicas.
 The host loop. `train` runs the steps of a `LoopSchedule`: it logs every
 step to `train_log.jsonl`, the task's metrics, the learning rate, the
 gradient norm and the throughput to TensorBoard every `log_every_steps`,
-evaluates, draws images (attention heatmaps, alignments) and saves
-checkpoints when due, and stops with `FloatingPointError` naming the step
-when the loss is NaN or infinite, before saving, so the last checkpoint
-is a good one.
+evaluates, writes pictures and sample text (attention heatmaps, masked-LM
+predictions) and saves checkpoints when due, and stops with
+`FloatingPointError` naming the step when the loss is NaN or infinite,
+before saving, so the last checkpoint is a good one.
 """
 
 import dataclasses
@@ -61,6 +61,7 @@ import keras
 import tensorflow as tf
 
 from trainer import optimization
+from trainer.progress import Progress
 
 LOGGER = logging.getLogger(__name__)
 
@@ -285,10 +286,12 @@ class LoopSchedule:
         log_every_steps: steps between TensorBoard scalars and log lines.
         checkpoint_every_steps: steps between checkpoints (0: at the end only).
         eval_every_steps: steps between evaluations (0: at the end only).
-        images_every_steps: steps between images (0: none).
+        images_every_steps: steps between pictures and sample text (0: none).
         stop_time_seconds: stop after the first step that ends this many
             seconds after `train` began, evaluating and saving as at the
             last step (0: no limit; fairseq's `--stop-time-hours`).
+        progress_every_seconds: seconds between progress lines when the
+            output is not a terminal (`trainer.progress.Progress`).
     """
 
     train_steps: int
@@ -297,6 +300,7 @@ class LoopSchedule:
     eval_every_steps: int = 0
     images_every_steps: int = 0
     stop_time_seconds: float = 0
+    progress_every_seconds: float = 30.0
 
     def due(self, every, step, last=False):
         """Whether something done every `every` steps (and at the `last`
@@ -313,7 +317,7 @@ def evaluate(loop, eval_iterator, eval_steps):
 
 
 def train(loop, iterator, checkpoints, logs, schedule, learning_rate, start_step=0,
-          evaluator=None, images=None):
+          evaluator=None, samples=None):
     """Trains from `start_step` to `schedule.train_steps`, or until
     `schedule.stop_time_seconds` have passed; returns the last loss.
 
@@ -327,20 +331,25 @@ def train(loop, iterator, checkpoints, logs, schedule, learning_rate, start_step
         start_step: the step restored from the latest checkpoint.
         evaluator: None, or a function returning the evaluation metrics
             (run at `eval_every_steps` and at the end).
-        images: None, or a function returning `{name: image}` to log at
-            `images_every_steps`.
+        samples: None, or a function `(writers, step)` that writes pictures
+            and sample text (`trainer.summaries.sample_writer`) with the
+            run's `SummaryWriters`, called at `images_every_steps` (and at
+            the last step).
 
     Raises:
         FloatingPointError: when a step's loss is NaN or infinite.
     """
     metrics = SumMetrics(loop.task)
     throughput = Throughput()
+    progress = Progress(schedule.train_steps, start=start_step,
+                        interval_seconds=schedule.progress_every_seconds)
     started = time.monotonic()
     step, loss = start_step, None
     while step < schedule.train_steps:
         rate = float(learning_rate(step))
         logs.profiler.before_step(step + 1)
-        sums = loop.train_step(iterator)
+        with logs.profiler.step_trace(step + 1):
+            sums = loop.train_step(iterator)
         step += 1
         checkpoints.step.assign(step)
         logs.profiler.after_step(step)
@@ -354,6 +363,8 @@ def train(loop, iterator, checkpoints, logs, schedule, learning_rate, start_step
             )
         last = step == schedule.train_steps or out_of_time(schedule, started)
         metrics.update(sums)
+        progress.update(step, examples=sums.get("examples", 0), tokens=sums.get("tokens", 0),
+                        loss=loss)
         logs.train_log.write({
             "step": step, "loss": loss, **loop.task.step_record(sums),
             "learning_rate": rate, "gradient_norm": sums["gradient_norm"],
@@ -366,8 +377,8 @@ def train(loop, iterator, checkpoints, logs, schedule, learning_rate, start_step
             logs.writers.scalars(logs.writers.train, values, step)
             LOGGER.info("step %d: %s", step, _format(values))
             metrics.reset()
-        if images and schedule.due(schedule.images_every_steps, step, last):
-            logs.writers.images(images(), step)
+        if samples and schedule.due(schedule.images_every_steps, step, last):
+            samples(logs.writers, step)
         if evaluator and (last or schedule.due(schedule.eval_every_steps, step)):
             values = evaluator()
             logs.writers.scalars(logs.writers.eval, values, step)

@@ -18,10 +18,13 @@ TranslationTask`), and writes into `--model_dir`:
   resumes from the latest one.
 - `train/` and `eval/` TensorBoard logs: loss, NLL, perplexity, token
   accuracy, learning rate, gradient norm, tokens/s; validation loss, BLEU,
-  lower-cased BLEU and chrF; sample translations of the first validation
-  sentences (text plugin) and their alignments (images: the Transformer's
-  last cross-attention averaged over heads, or one image a head with
-  `--alignment_heads=each`; the LSTM's attention).
+  lower-cased BLEU and chrF; at each evaluation, a table of the first
+  `--sample_sentences` validation sentences with their references and
+  translations (Text tab) and their alignments (Images tab, source pieces
+  against the translation's pieces: the Transformer's last cross-attention
+  averaged over heads, or one image a head with `--alignment_heads=each`;
+  the LSTM's attention). The hyperparameters (every flag and the model's
+  settings) go into `--model_dir` itself, for the HParams tab.
 - `train_log.jsonl`, `eval_log.jsonl`; `config.json` (the model, serialized
   by Keras: class and config)
   and `serving.json` (the SentencePiece model and decoding settings for
@@ -49,7 +52,13 @@ from tfnlp.data import count_long_pairs, translation_dataset
 from tfnlp.data.translation_schema import INPUTS
 from tfnlp.text import SentencePieceTokenizer
 from trainer import optimization, runtime, summaries
-from trainer.run_files import CONFIG_FILE, read_json, write_json, write_serving_record
+from trainer.run_files import (
+    CONFIG_FILE,
+    read_json,
+    write_flags,
+    write_json,
+    write_serving_record,
+)
 from trainer.tasks import TranslationTask
 from trainer.training_loop import LoopSchedule, TrainingLoop, evaluate, train
 from trainer.translate_flags import check_paths, parse_flags
@@ -151,14 +160,20 @@ def dataset_function(files, flags, training, seed=None):
     return dataset_fn
 
 
+# The metrics the HParams tab compares runs by: (summary folder, tag).
+HPARAMS_METRICS = (
+    ("eval", "bleu"), ("eval", "chrf"), ("eval", "loss"), ("train", "loss"),
+    ("eval", "perplexity"), ("eval", "bleu_lowercase"), ("train", "perplexity"),
+    ("train", "token_accuracy"),
+)
+
+
 def _hparams(flags, model, strategy):
+    """The HParams tab's values: every flag, the model's settings
+    (`model/...`) and the number of replicas."""
     values = {f"model/{name}": value for name, value in model.get_config().items()
               if isinstance(value, (bool, int, float, str))}
-    for name in ("max_tokens_per_batch", "train_steps", "learning_rate", "warmup_steps",
-                 "learning_rate_schedule", "label_smoothing", "optimizer", "weight_decay",
-                 "clip_norm", "gradient_accumulation_steps", "max_length", "strategy",
-                 "mixed_precision", "jit_compile", "seed", "beam_size"):
-        values[name] = getattr(flags, name)
+    values.update(vars(flags))
     values["replicas"] = strategy.num_replicas_in_sync
     return values
 
@@ -208,6 +223,7 @@ def run(flags):
         optimizer.build(model.trainable_variables)
         step = runtime.step_variable()
     if run.chief:
+        write_flags(flags.model_dir, flags)
         write_json(os.path.join(flags.model_dir, CONFIG_FILE), run_config(model))
         write_serving_record(flags.model_dir, serving_record(flags, vocab_file))
     LOGGER.info("Translation training with %s on %d replica(s): %s (%d parameters)",
@@ -225,7 +241,7 @@ def run(flags):
     )
 
     logs = summaries.RunLogs(flags.model_dir, run.chief, flags.profile_steps)
-    logs.writers.hparams(_hparams(flags, model, strategy))
+    logs.writers.hparams(_hparams(flags, model, strategy), HPARAMS_METRICS)
     record = serving_record(flags, vocab_file)
     translator = Translator(translation_signatures(model, record))
     evaluator = scorer = None
@@ -242,6 +258,7 @@ def run(flags):
         checkpoint_every_steps=flags.checkpoint_every_steps,
         eval_every_steps=flags.eval_every_steps,
         stop_time_seconds=flags.stop_time_hours * 3600,
+        progress_every_seconds=flags.progress_every_seconds,
     )
     try:
         loss = train(loop, train_iterator, checkpoints, logs, schedule,

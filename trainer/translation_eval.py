@@ -1,7 +1,8 @@
 """Evaluation of a translation model while it trains: decode the validation
-set, score it with sacreBLEU, log sample translations and their
-alignments (heatmaps with the pieces on the axes), and keep the best
-checkpoint.
+set, score it with sacreBLEU, log sample translations (a Markdown table of
+source, reference and translation for the Text tab) and their alignments
+(heatmaps with the source pieces and the translation's pieces on the axes,
+for the Images tab; both in the `eval` run), and keep the best checkpoint.
 
 BLEU and chrF are sacreBLEU's corpus scores with its standard signatures
 (13a tokenization, cased; the lower-cased BLEU too) on detokenized text: the
@@ -23,7 +24,7 @@ import tensorflow as tf
 from tfnlp.data import translation_dataset
 from tfnlp.data.translation_schema import INPUTS, TARGETS
 from tfnlp.models.seq2seq import DECODER_TOKEN_IDS, ENCODER_TOKEN_IDS, decoder_inputs
-from tfnlp.visualization import alignment_image
+from tfnlp.visualization import alignment_image, markdown_table
 from trainer import run_files
 from trainer.translation_models import BEST_DIRECTORY, BEST_FILE
 
@@ -32,6 +33,8 @@ LOGGER = logging.getLogger(__name__)
 # Validation pairs decoded per batch, at most (the tokens per batch are
 # bounded by the reader).
 EVAL_TOKENS_PER_BATCH = 4096
+# The columns of the sample table in the Text tab.
+SAMPLE_COLUMNS = ("#", "source", "reference", "translation")
 
 
 class Translator:
@@ -137,15 +140,22 @@ class TranslationEvaluator:
                 for piece in self.tokenizer.id_to_piece(tf.constant(ids, tf.int32)).numpy()]
 
     def _log_samples(self, step, writers):
+        """Writes the sample table (`sample_translations`) and the
+        alignments (`alignment/sentence_i[/head_h]`) to the eval writer."""
         source_ids = self.samples[INPUTS]
         ids, _ = self.translator(source_ids)
         sources = detokenize(self.tokenizer, source_ids)
         references = detokenize(self.tokenizer, self.samples[TARGETS])
         outputs = detokenize(self.tokenizer, ids)
-        lines = [
-            f"**source:** {source}  \n**reference:** {reference}  \n**output:** {output}"
-            for source, reference, output in zip(sources, references, outputs)
-        ]
+        table = markdown_table(
+            SAMPLE_COLUMNS, [[index, *texts] for index, texts in
+                             enumerate(zip(sources, references, outputs))])
+        writers.text(writers.eval, {"sample_translations": table}, step)
+        writers.images(writers.eval, self._alignment_images(source_ids, ids), step)
+
+    def _alignment_images(self, source_ids, ids):
+        """`{tag: image}`: each sample's alignment, source pieces against
+        the translation's."""
         images = {}
         heads = self._alignment_heads(source_ids, ids)
         for index in range(len(ids)):
@@ -154,16 +164,13 @@ class TranslationEvaluator:
             source_pieces = self._pieces(source_ids[index, :source_length])
             target_pieces = self._pieces(ids[index, :target_length])
             for head, weights in enumerate(heads[index]):
-                name = f"alignment/sentence_{index}"
+                name, title = f"alignment/sentence_{index}", f"Sentence {index}"
                 if self.alignment_heads == "each":
-                    name += f"/head_{head}"
+                    name, title = f"{name}/head_{head}", f"{title}, head {head}"
                 images[name] = alignment_image(
-                    weights[:target_length, :source_length], source_pieces, target_pieces)[None]
-        with writers.eval.as_default(step=step):
-            tf.summary.text("sample_translations", tf.constant(lines))
-        writers.eval.flush()
-        writers.images(images, step)
-
+                    weights[:target_length, :source_length], source_pieces, target_pieces,
+                    title=title, source_label="source", target_label="translation")
+        return images
 
     def _alignment_heads(self, source_ids, ids):
         """`(batch, heads, target_length, source_length)` weights: one

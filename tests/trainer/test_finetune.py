@@ -8,6 +8,8 @@ checkpoint and one span run from a Hugging Face checkpoint.
 
 import csv
 import json
+import logging
+import logging.handlers
 import os
 import random
 
@@ -25,6 +27,7 @@ from tfnlp.models import (
 )
 from tfnlp.models.bert.huggingface import encoder_tensors_from_encoder, huggingface_config_dict
 from tfnlp.text.bert_tokenizer import BertTokenizer
+from tests.trainer.helpers import event_values
 from trainer import export, finetune, finetune_data
 
 FILLER = "the a movie film book was is really very quite plot story".split()
@@ -258,19 +261,29 @@ def test_init_errors_say_what_to_pass(root, tmp_path):
 
 @pytest.fixture(scope="module")
 def classification_run(root):
+    """The run's model_dir, export_dir, results and progress lines."""
     model_dir, export_dir = root / "classification", root / "export"
-    results = finetune.main([
-        "--task=classification", "--config=tiny", "--num_layers=1",
-        f"--vocab_size={VOCAB_SIZE}", "--hidden_dropout=0", "--attention_dropout=0",
-        f"--train_data={root}/train.csv", f"--eval_data={root}/eval.csv",
-        f"--model_dir={model_dir}", f"--export_dir={export_dir}",
-        "--train_steps=40", "--warmup_steps=4", *common_flags(root),
-    ])
-    return model_dir, export_dir, results
+    progress_lines = logging.handlers.BufferingHandler(capacity=10_000)
+    progress_logger = logging.getLogger("trainer.progress")
+    progress_logger.addHandler(progress_lines)
+    progress_logger.setLevel("INFO")
+    try:
+        results = finetune.main([
+            "--task=classification", "--config=tiny", "--num_layers=1",
+            f"--vocab_size={VOCAB_SIZE}", "--hidden_dropout=0", "--attention_dropout=0",
+            f"--train_data={root}/train.csv", f"--eval_data={root}/eval.csv",
+            f"--model_dir={model_dir}", f"--export_dir={export_dir}",
+            "--train_steps=40", "--warmup_steps=4", "--progress_every_seconds=0",
+            *common_flags(root),
+        ])
+    finally:
+        progress_logger.removeHandler(progress_lines)
+    lines = [record.getMessage() for record in progress_lines.buffer]
+    return model_dir, export_dir, results, lines
 
 
 def test_classification_learns_a_separable_task(classification_run):
-    model_dir, _, results = classification_run
+    model_dir, _, results, _ = classification_run
     assert results["step"] == 40
     assert results["accuracy"] > 0.9, results
     with open(model_dir / "eval_results.json") as file:
@@ -283,10 +296,32 @@ def test_classification_learns_a_separable_task(classification_run):
     assert tf.train.latest_checkpoint(str(model_dir)).endswith("ckpt-40")
     assert os.listdir(model_dir / "train")  # TensorBoard
     assert not (model_dir / "backup").exists()  # BackupAndRestore cleans up
+    assert_hparams_metrics_are_logged(model_dir, "classification")
+
+
+def assert_hparams_metrics_are_logged(model_dir, task):
+    """The run's hparams are in its model_dir, and every metric its HParams
+    config declares is a scalar that Keras' TensorBoard callback logged (the
+    runs of these tests skip validation during `fit`; Keras gives the
+    `validation/` scalars the names of the `train/` ones)."""
+    root = event_values(str(model_dir))
+    assert {"_hparams_/session_start_info", "_hparams_/experiment"} <= set(root)
+    declared = finetune.hparams_metrics(task)
+    train_tags = [tag for group, tag in declared if group == "train"]
+    assert train_tags and train_tags == [tag for group, tag in declared if group == "validation"]
+    logged = event_values(str(model_dir / "train"))
+    for tag in train_tags:
+        assert tag in logged, (tag, sorted(logged))
+
+
+def test_fine_tuning_reports_progress_at_every_step_across_epochs(classification_run):
+    *_, lines = classification_run
+    assert [line.split()[2] for line in lines] == [f"{step}/40" for step in range(1, 41)]
+    assert " examples/s | loss " in lines[-1]
 
 
 def test_classification_export_serves_labels_for_text(classification_run):
-    _, export_dir, _ = classification_run
+    _, export_dir, _, _ = classification_run
     assert sorted(os.listdir(export_dir)) == ["1"]
     serving = tf.saved_model.load(str(export_dir / "1")).signatures["serving_default"]
     outputs = serving(text=tf.constant(["the film was good", "the film was bad"]))
@@ -296,7 +331,7 @@ def test_classification_export_serves_labels_for_text(classification_run):
 
 
 def test_export_rebuilds_the_classifier_from_its_model_dir(classification_run):
-    model_dir, export_dir, _ = classification_run
+    model_dir, export_dir, _, _ = classification_run
     version = export.main([f"--model_dir={model_dir}", f"--export_dir={export_dir}"])
     assert version == str(export_dir / "2")
     first, second = (tf.saved_model.load(str(export_dir / name)).signatures["serving_default"]
@@ -366,6 +401,7 @@ def test_token_classification_from_pretraining_checkpoint(root, pretrained):
     print(f"\ntoken accuracy: first pieces {first_right / first_pieces:.4f}, "
           f"every position {every_right / positions:.4f}")
     assert abs(every_right / positions - first_right / first_pieces) > 0.01
+    assert_hparams_metrics_are_logged(model_dir, "token_classification")
 
 
 def test_span_from_huggingface_checkpoint(root, huggingface):
@@ -397,3 +433,4 @@ def test_span_from_huggingface_checkpoint(root, huggingface):
     np.testing.assert_allclose(results["exact_match"], (start_right & end_right).mean(), rtol=1e-6)
     # The data tells the three apart, so the assertions above could fail.
     assert (start_right & ~end_right).any() and (end_right & ~start_right).any()
+    assert_hparams_metrics_are_logged(model_dir, "span")

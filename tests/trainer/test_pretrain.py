@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from tests.trainer import helpers
+from tests.trainer.tensorboard_server import TensorBoardServer
 
 
 @pytest.fixture(scope="module")
@@ -66,11 +67,16 @@ def test_tensorboard_scalars_hparams_and_images(single_run):
         np.exp([record["mlm_loss"] for record in log]), rtol=1e-5,
     )
     assert 0.0 < log[-1]["loss"] < 10.0 and log[-1]["gradient_norm"] > 0.0
-    assert "_hparams_/session_start_info" in train
-    # One heatmap per layer: 2 heads of 32 x 32 tokens at most, 4 pixels each.
+    # The hparams and their config are in the model_dir itself (one trial).
+    root = helpers.event_values(model_dir)
+    assert {"_hparams_/session_start_info", "_hparams_/experiment"} <= set(root)
+    # One picture per layer (2 heads side by side, labelled tokens): large
+    # enough to read, about twice as wide as high.
     (step, image), = train["attention/layer_0"]
     width, height = (int(value) for value in image[:2])
-    assert step == 5 and height <= 128 and width > height
+    assert step == 5 and height >= 400 and width > 1.5 * height
+    (step, table), = train["masked_lm_predictions"]
+    assert step == 5 and b"| position | input | original | predictions |" in table.item()
     evaluation = helpers.event_values(os.path.join(model_dir, "eval"))
     with open(os.path.join(model_dir, "eval_log.jsonl"), encoding="utf-8") as file:
         eval_log = [json.loads(line) for line in file]
@@ -79,6 +85,55 @@ def test_tensorboard_scalars_hparams_and_images(single_run):
         (step, value), = evaluation[tag]
         assert step == 5
         np.testing.assert_allclose(float(value), eval_log[0][tag], rtol=1e-6, err_msg=tag)
+
+
+# The metrics the HParams tab compares pretraining runs by.
+HPARAMS_METRICS = {(group, tag) for group in ("train", "eval")
+                   for tag in ("loss", "mlm_accuracy", "nsp_accuracy", "mlm_perplexity")}
+
+
+def test_tensorboard_shows_scalars_pictures_text_hparams_and_the_profile(single_run):
+    """The real `tensorboard` on the folder of the run (as to compare runs in
+    the HParams tab): every tab has the run's data."""
+    model_dir, _, _ = single_run
+    with TensorBoardServer(os.path.dirname(model_dir)) as server:
+        assert set(server.get("/data/runs")) == {"model", "model/train", "model/eval"}
+        scalars = server.tags("scalars")
+        assert {"loss", "mlm_accuracy", "nsp_accuracy", "mlm_perplexity", "learning_rate",
+                "gradient_norm", "examples_per_second",
+                "tokens_per_second"} <= scalars["model/train"]
+        assert {"loss", "mlm_accuracy", "nsp_accuracy",
+                "mlm_perplexity"} <= scalars["model/eval"]
+        assert server.tags("images") == {"model/train": {"attention/layer_0"}}
+        [picture] = server.get(
+            "/data/plugin/images/images?run=model/train&tag=attention/layer_0")
+        png = server.get(f"/data/plugin/images/individualImage?{picture['query']}")
+        width, height = png_size(png)
+        assert picture["step"] == 5 and height >= 400 and width > 1.5 * height
+        assert server.tags("text") == {"model/train": {"masked_lm_predictions"}}
+        [table] = server.get(
+            "/data/plugin/text/text?run=model/train&tag=masked_lm_predictions")
+        assert "<th>predictions</th>" in table["text"], table["text"]
+        experiment, [trial] = server.hparams()
+        hparams = {info["name"] for info in experiment["hparamInfos"]}
+        assert {"learning_rate", "global_batch_size", "train_steps", "model/num_layers",
+                "replicas"} <= hparams
+        metrics = {(info["name"]["group"], info["name"]["tag"])
+                   for info in experiment["metricInfos"]}
+        assert metrics == HPARAMS_METRICS
+        assert trial["hparams"]["learning_rate"] == 1e-3
+        assert trial["name"] == model_dir
+        values = {(value["name"]["group"], value["name"]["tag"]): value["value"]
+                  for value in trial["metricValues"]}
+        assert set(values) == HPARAMS_METRICS, trial["metricValues"]
+        [profile] = server.get("/data/plugin/profile/runs")
+        assert profile.startswith("model/train/")
+
+
+def png_size(png):
+    """`(width, height)` of PNG bytes (from the IHDR chunk)."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n", png[:40]
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
 
 
 # The export's outputs against the encoder restored from the final checkpoint
@@ -180,6 +235,25 @@ def test_profiles_the_requested_steps(single_run):
     ]
     assert traces, "no profiler trace (*.xplane.pb) under the model directory"
     assert os.sep + os.path.join("plugins", "profile") + os.sep in traces[0]
+    # Each traced step is marked (what the Profile tab's step times need).
+    assert traced_steps(traces[0]) == [2, 3]
+
+
+def traced_steps(path):
+    """The `step_num` of each "train" step marker of an XSpace trace file."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    with open(path, "rb") as file:
+        space = xplane_pb2.XSpace.FromString(file.read())
+    steps = []
+    for plane in space.planes:
+        events = {metadata.id: metadata.name for metadata in plane.event_metadata.values()}
+        stats = {metadata.id: metadata.name for metadata in plane.stat_metadata.values()}
+        for line in plane.lines:
+            steps += [stat.int64_value for event in line.events
+                      if events.get(event.metadata_id) == "train"
+                      for stat in event.stats if stats[stat.metadata_id] == "step_num"]
+    return sorted(steps)
 
 
 def test_trainer_export_of_a_pretraining_run(single_run, tmp_path):

@@ -4,7 +4,7 @@ saves, with a fake training step and a fake clock."""
 import json
 import types
 
-from trainer import training_loop
+from trainer import progress, training_loop
 from trainer.summaries import RunLogs
 from trainer.training_loop import LoopSchedule, train
 
@@ -50,6 +50,7 @@ def run_schedule(tmp_path, monkeypatch, **schedule):
     clock = FakeClock()
     monkeypatch.setattr(training_loop, "time", types.SimpleNamespace(
         monotonic=clock.monotonic, perf_counter=clock.monotonic))
+    monkeypatch.setattr(progress, "time", types.SimpleNamespace(monotonic=clock.monotonic))
     checkpoints, evaluations = FakeCheckpoints(), []
     logs = RunLogs(str(tmp_path))
 
@@ -72,6 +73,18 @@ def test_runs_to_train_steps_without_a_time_limit(tmp_path, monkeypatch):
     assert steps == list(range(1, 8))
     assert saved == [3, 6, 7]
     assert evaluations == [50.0, 70.0]
+
+
+def test_logs_progress_every_interval_with_the_steps_examples_and_tokens(
+        tmp_path, monkeypatch, caplog):
+    caplog.set_level("INFO", logger="trainer.progress")
+    run_schedule(tmp_path, monkeypatch, train_steps=7, progress_every_seconds=25)
+    lines = [record.getMessage() for record in caplog.records
+             if record.name == "trainer.progress"]
+    assert [line.split()[2] for line in lines] == ["1/7", "4/7", "7/7"]
+    # One example and one token a step, 10 s a step, measured after the first.
+    assert lines[1] == ("train: step 4/7 (57%) | 0 tokens/s, 0.1 examples/s | loss 1 | "
+                        "40s elapsed, ~30s left")
 
 
 def test_stops_at_the_first_step_past_the_time_limit_and_evaluates_and_saves_it(

@@ -14,6 +14,7 @@ import tensorflow as tf
 
 from tests.export.helpers import run_in_new_process, saved_model_cli, saved_op_types
 from tests.trainer import helpers
+from tests.visualization.rendered_markdown import rendered_table
 from tests.translation_helpers import (
     DICTIONARY_SIZES,
     assert_export_scores_the_best_bleu,
@@ -116,12 +117,21 @@ def test_tensorboard_has_losses_scores_samples_and_a_heatmap_per_head(single_run
             "tokens_per_second", "gradient_norm"} <= set(train)
     evaluation = helpers.event_values(os.path.join(model_dir, "eval"))
     assert {"bleu", "bleu_lowercase", "chrf", "loss"} <= set(evaluation)
-    samples = evaluation["sample_translations"][-1][1]
-    assert samples.shape == (2,) and b"**reference:**" in samples[0]
-    heatmaps = [tag for tag in train if tag.startswith("alignment/")]
+    # At each evaluation: a table of the sample sentences, and their
+    # alignments with the pieces on the axes.
+    assert [step for step, _ in evaluation["sample_translations"]] == EVAL_STEPS
+    header, *rows = rendered_table(evaluation["sample_translations"][-1][1].item().decode())
+    assert header == ["#", "source", "reference", "translation"] and len(rows) == 2
+    heatmaps = [tag for tag in evaluation if tag.startswith("alignment/")]
     assert sorted(heatmaps) == [f"alignment/sentence_{sentence}/head_{head}"
                                 for sentence in (0, 1)
                                 for head in range(DICTIONARY_SIZES["num_heads"])]
+    [(step, image)] = evaluation["alignment/sentence_0/head_0"][-1:]
+    width, height = (int(value) for value in image[:2])
+    assert step == EVAL_STEPS[-1] and width >= 300 and height >= 300
+    # HParams: the flags, and the scores to compare runs by.
+    root = helpers.event_values(model_dir)
+    assert {"_hparams_/session_start_info", "_hparams_/experiment"} <= set(root)
 
 
 def test_served_translations_score_the_logged_bleu(single_run, data):

@@ -22,6 +22,7 @@ import tensorflow as tf
 
 from tests.trainer import helpers
 from tests.translation_helpers import corpus_figures, dictionary_pairs, dictionary_word_model
+from tests.visualization.rendered_markdown import rendered_table
 from tfnlp.data.translation_schema import EOS_ID, serialize_pair
 from tfnlp.models.seq2seq import DECODER_TOKEN_IDS, ENCODER_TOKEN_IDS
 from tfnlp.text import SentencePieceTokenizer
@@ -270,21 +271,23 @@ def test_logs_each_sample_with_its_own_reference_and_translation(
     run = Run(tmp_path, processor, tokenizer, eval_file, sample_sentences)
     run.evaluate(7, 1)
     run.writers.close()
-    [(step, lines)] = helpers.event_values(str(tmp_path / "eval"))["sample_translations"]
+    evaluation = helpers.event_values(str(tmp_path / "eval"))
+    [(step, table)] = evaluation["sample_translations"]
     assert step == 7
-    assert len(lines) == min(sample_sentences, len(PAIRS))
+    header, *rows = rendered_table(table.item().decode("utf-8"))
+    assert header == ["#", "source", "reference", "translation"]
+    assert len(rows) == min(sample_sentences, len(PAIRS))
     script = translations(1)
-    for line in lines:
-        source, reference, output = [
-            part.split(":** ", 1)[1] for part in line.decode("utf-8").split("  \n")]
+    for index, (number, source, reference, output) in enumerate(rows):
+        assert number == str(index)
         assert (reference, output) == (REFERENCE_OF[source], script[source])
-    images = helpers.event_values(str(tmp_path / "train"))
-    assert sorted(images) == [f"alignment/sentence_{index}" for index in range(len(lines))]
+    alignments = sorted(tag for tag in evaluation if tag.startswith("alignment/"))
+    assert alignments == [f"alignment/sentence_{index}" for index in range(len(rows))]
 
 
 def test_no_samples_are_logged_for_sample_sentences_0(processor, tokenizer, eval_file, tmp_path):
     run = Run(tmp_path, processor, tokenizer, eval_file, sample_sentences=0)
     assert run.evaluate(7, 1)["bleu"] > 0
     run.writers.close()
-    assert "sample_translations" not in helpers.event_values(str(tmp_path / "eval"))
+    assert not helpers.event_values(str(tmp_path / "eval"))
     assert not helpers.event_values(str(tmp_path / "train"))

@@ -2,14 +2,19 @@
 
 Drawn with matplotlib (its Agg canvas, no display needed): the figure for
 files and notebooks, and the same picture as an RGB array for
-`tf.summary.image`. Text needs a font renderer, which TensorFlow's image
-ops do not have, hence matplotlib rather than a pure-TensorFlow image.
+`tf.summary.image`. The grid of a layer's heads is `attention_heads`.
 """
 
 import numpy as np
 
+from tfnlp.visualization.figures import DPI, figure_pixels, label_tokens, token_font_size
 
-def alignment_figure(weights, source_tokens, target_tokens, title=None):
+# The side of one token's cell, in inches (32 pixels at DPI).
+CELL_INCHES = 0.32
+
+
+def alignment_figure(weights, source_tokens, target_tokens, title=None,
+                     source_label="source", target_label="target"):
     """A matplotlib figure of `weights` with the tokens on its axes.
 
     Args:
@@ -18,6 +23,9 @@ def alignment_figure(weights, source_tokens, target_tokens, title=None):
         source_tokens: the `source_length` labels of the columns.
         target_tokens: the `target_length` labels of the rows.
         title: an optional title.
+        source_label: the x axis' name.
+        target_label: the y axis' name ("output" for a model's own
+            translation, say).
 
     Returns:
         A `matplotlib.figure.Figure` (save it with `figure.savefig(path)`).
@@ -46,29 +54,34 @@ def alignment_figure(weights, source_tokens, target_tokens, title=None):
             f"{weights.shape[1]} source tokens; received {len(target_tokens)} and "
             f"{len(source_tokens)}. Crop the weights to the real tokens (no padding)."
         )
-    cell = 0.32
-    figure = Figure(figsize=(max(3.0, 1.5 + cell * weights.shape[1]),
-                             max(2.5, 1.2 + cell * weights.shape[0])), dpi=100)
+    figure = Figure(figsize=(max(3.0, 1.5 + CELL_INCHES * weights.shape[1]),
+                             max(2.5, 1.2 + CELL_INCHES * weights.shape[0])), dpi=DPI)
     axes = figure.add_subplot()
     image = axes.imshow(weights, cmap="viridis", vmin=0.0, vmax=max(float(weights.max()), 1e-9),
                         aspect="auto")
-    axes.set_xticks(range(len(source_tokens)), labels=list(source_tokens), rotation=90)
-    axes.set_yticks(range(len(target_tokens)), labels=list(target_tokens))
-    axes.set_xlabel("source")
-    axes.set_ylabel("target")
+    label_tokens(axes, source_tokens, target_tokens, token_font_size(CELL_INCHES))
+    axes.set_xlabel(source_label)
+    axes.set_ylabel(target_label)
     if title:
-        axes.set_title(title)
+        axes.set_title(title, fontsize=10)
     figure.colorbar(image, ax=axes, fraction=0.04)
     figure.tight_layout()
     return figure
 
 
-def alignment_image(weights, source_tokens, target_tokens, title=None):
+def alignment_image(weights, source_tokens, target_tokens, title=None, **labels):
     """`alignment_figure` rendered as a uint8 RGB array `(height, width, 3)`,
-    for `tf.summary.image` (add a batch axis) or any image library."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    for `tf.summary.image` (add a batch axis) or any image library.
 
-    figure = alignment_figure(weights, source_tokens, target_tokens, title)
-    canvas = FigureCanvasAgg(figure)
-    canvas.draw()
-    return np.asarray(canvas.buffer_rgba())[:, :, :3].copy()
+    Args:
+        weights, source_tokens, target_tokens, title: as `alignment_figure`.
+        labels: `source_label` and `target_label`, as `alignment_figure`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> alignment_image(np.eye(2), ["a", "b"], ["x", "y"]).dtype
+    dtype('uint8')
+    """
+    return figure_pixels(alignment_figure(weights, source_tokens, target_tokens, title,
+                                          **labels))
