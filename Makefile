@@ -4,7 +4,9 @@
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
-DATA_DIR ?= ../shared/data
+# Empty: `make demo` runs the masked-word demo on the text in demo/data.
+# `make demo DATA_DIR=/path/to/data` runs the translation demo on its mt/.
+DATA_DIR ?=
 DEMO_OUTPUT ?= demo_output
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
@@ -25,7 +27,7 @@ $(VENV)/.installed: setup.py Makefile
 	touch $@
 
 demo: $(VENV)/.installed
-	$(VENV)/bin/python -m demo --data_dir=$(DATA_DIR) --output_dir=$(DEMO_OUTPUT)
+	$(VENV)/bin/python -m demo $(if $(DATA_DIR),--data_dir=$(DATA_DIR) )--output_dir=$(DEMO_OUTPUT)
 
 # Two pytest-xdist workers, one per core; --dist loadscope keeps each
 # module's tests (and its module-scoped fixtures) on one worker.

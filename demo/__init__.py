@@ -1,10 +1,10 @@
-"""The main job, `python -m demo` (run by `make demo`).
+"""The main job, `python -m demo` (run by `make demo`): the product path from
+raw text to a served model, each stage one of the product's entry points.
 
-Today it runs what exists of the path on a real task, Multi30k
-German→English: the Beam job `pipelines.wordpiece_vocab` learns a WordPiece
-vocabulary per language, `tfnlp.text.BertTokenizer` tokenizes in `tf.data`,
-and a small Transformer built from `tfnlp.layers` is trained on the CPU for
-a few minutes, decoded greedily with the key/value cache, and scored with
-sacreBLEU. Later issues grow it into the full path: Beam
-preprocessing, BERT pretraining on tf.distribute, export and serving.
+- `demo.masked_lm` (the default): masked-word prediction with BERT on Tiny
+  Shakespeare, which is in the repository (`demo/data`).
+- `demo.translation` (`python -m demo --data_dir=DIR`): English→German
+  translation on Multi30k in DIR/mt, which is not.
+
+`demo.__main__` holds both demos' flags and picks one.
 """

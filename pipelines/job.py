@@ -259,7 +259,9 @@ def stage_seconds(result):
     seconds = {}
     for counter in counters:
         metric = (counter.key.metric.namespace, counter.key.metric.name)
-        if metric != EXECUTION_TIME_METRIC or not counter.key.step:
+        # The runner's own data-channel steps (ref_PCollection_...) are not the job's.
+        if (metric != EXECUTION_TIME_METRIC or not counter.key.step
+                or counter.key.step.startswith("ref_")):
             continue
         stage = counter.key.step.split("/")[0]
         seconds[stage] = seconds.get(stage, 0.0) + (counter.committed or 0) / 1000
