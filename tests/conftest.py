@@ -70,10 +70,15 @@ def missing_data_skips(terminal_reporter):
             if MISSING_DATA_REASON in str(report.longrepr)]
 
 
-def pytest_terminal_summary(terminalreporter):
-    skipped = len(missing_data_skips(terminalreporter))
+def pytest_unconfigure(config):
+    """Ends the run (after pytest's own summary) with one line counting the
+    real-data checks that were skipped, if any."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or hasattr(config, "workerinput"):  # an xdist worker
+        return
+    skipped = len(missing_data_skips(reporter))
     if skipped:
-        terminalreporter.write_sep(
+        reporter.write_sep(
             "!",
             f"{skipped} real-data checks did not run: no shared data at "
             f"{shared_data_path()}. Run them with {DATA_DIR_VARIABLE}=/path/to/data "

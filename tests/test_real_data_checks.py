@@ -40,6 +40,7 @@ def test_missing_data_skips_and_ends_with_one_line_counting_them(tmp_path, worke
     assert len(summary) == 1
     assert f" {skipped} real-data checks did not run" in summary[0]
     assert "TFNLP_DATA_DIR=/path/to/data make test" in summary[0]
+    assert finished.stdout.rstrip().splitlines()[-1] == summary[0]  # the last line
 
 
 def test_required_data_stops_the_run_at_its_start(tmp_path):
