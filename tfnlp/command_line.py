@@ -434,8 +434,7 @@ def run_main(main, argv=None):
     try:
         return main(argv)
     except _user_error_types() as error:
-        arguments = sys.argv[1:] if argv is None else argv
-        if VERBOSE_FLAG in arguments or _verbose_environment():
+        if verbose_requested(argv):
             traceback.print_exc()
         print(f"{program_name(main)}: error: {describe_error(error)}", file=sys.stderr)
         raise SystemExit(USAGE_EXIT_STATUS) from None
@@ -449,9 +448,12 @@ def _user_error_types():
     return (UsageError, *USER_ERRORS, *(getattr(errors, name) for name in TENSORFLOW_USER_ERRORS))
 
 
-def _verbose_environment():
+def verbose_requested(argv=None):
+    """Whether `argv` (default `sys.argv[1:]`) has `--verbose` or the
+    environment sets TFNLP_VERBOSE to anything but empty, 0 or false."""
+    arguments = sys.argv[1:] if argv is None else argv
     value = os.environ.get(VERBOSE_ENVIRONMENT_VARIABLE, "").strip().lower()
-    return value not in ("", "0", "false", "f", "no")
+    return VERBOSE_FLAG in arguments or value not in ("", "0", "false", "f", "no")
 
 
 def program_name(main):

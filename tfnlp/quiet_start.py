@@ -14,6 +14,7 @@ Later imports of them are then free and silent. With `--verbose` on the
 command line, or `TFNLP_VERBOSE=1`, nothing is hidden.
 
 A library user who imports `tfnlp` in their own program is not affected.
+`verbose_requested` is `tfnlp.command_line`'s, the one `run_main` uses.
 
 Example:
 
@@ -27,15 +28,7 @@ import importlib
 import os
 import sys
 
-from tfnlp.command_line import VERBOSE_ENVIRONMENT_VARIABLE, VERBOSE_FLAG
-
-def verbose_requested(argv=None):
-    """Whether `argv` (default `sys.argv[1:]`) has `--verbose` or the
-    environment sets TFNLP_VERBOSE to anything but empty, 0 or false."""
-    arguments = sys.argv[1:] if argv is None else argv
-    value = os.environ.get(VERBOSE_ENVIRONMENT_VARIABLE, "").strip().lower()
-    return VERBOSE_FLAG in arguments or value not in ("", "0", "false")
-
+from tfnlp.command_line import verbose_requested
 
 @contextlib.contextmanager
 def stderr_silenced():
