@@ -67,7 +67,14 @@ import dataclasses
 import logging
 
 import apache_beam as beam
-import tensorflow as tf
+
+from tfnlp.quiet_start import import_quietly
+
+if __name__ == "__main__":
+    # `python -m pipelines.wordpiece_vocab`: TensorFlow without its start-up lines.
+    import_quietly(("tensorflow",))
+
+import tensorflow as tf  # noqa: E402 (after the quiet import)
 import tensorflow_text as tf_text
 from tensorflow_text.tools.wordpiece_vocab import (
     wordpiece_tokenizer_learner_lib as learner,

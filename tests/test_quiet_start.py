@@ -67,3 +67,43 @@ def test_silenced_stderr_is_restored_after_an_error(capfd):
             raise RuntimeError("raised inside")
     os.write(2, b"shown\n")
     assert capfd.readouterr().err == "shown\n"
+
+
+
+# `python -c SCRIPT NAME`: run the job NAME's --help as `python -m NAME` does
+# (argv[0] is "-m" while the package loads), or the subcommand NAME's as
+# `tfnlp NAME` does, then say on stderr whether TensorFlow was imported.
+LAUNCH_MODULE = """
+import runpy, sys
+module = sys.argv[1]
+sys.argv = ["-m", "--help"]
+try:
+    runpy.run_module(module, run_name="__main__")
+except SystemExit:
+    pass
+print("tensorflow" in sys.modules, file=sys.stderr)
+"""
+RUN_SUBCOMMAND = """
+import sys
+from tfnlp import cli
+try:
+    cli.SUBCOMMANDS_BY_NAME[sys.argv[1]].run(["--help"])
+except SystemExit:
+    pass
+print("tensorflow" in sys.modules, file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("script, name", [
+    (LAUNCH_MODULE, "pipelines.pretraining_data"),
+    (LAUNCH_MODULE, "pipelines.translation_data"),
+    (RUN_SUBCOMMAND, "pretraining-data"),
+    (RUN_SUBCOMMAND, "translation-data"),
+])
+def test_jobs_without_tensorflow_start_without_it(script, name):
+    """The quiet start imports only what a job uses: TensorFlow would cost
+    the pretraining-data job seconds and about 600 MB it never needs."""
+    finished = subprocess.run([sys.executable, "-c", script, name], cwd=REPOSITORY,
+                              capture_output=True, text=True, timeout=120)
+    assert finished.stdout.startswith("usage: ")
+    assert finished.stderr.strip().splitlines()[-1] == "False"

@@ -116,11 +116,13 @@ class Subcommand:
             self.runner(self.module, arguments)
 
 
-BEAM_FRAMEWORKS = ("tensorflow", "apache_beam")
+# Only the WordPiece job loads TensorFlow in the launching process; the
+# others would pay seconds and hundreds of MB for an import they never use.
+BEAM_FRAMEWORKS = ("apache_beam",)
 SUBCOMMANDS = (
     Subcommand("wordpiece-vocab", "pipelines.wordpiece_vocab",
                "Learn a BERT WordPiece vocabulary from raw text (Beam).", run_beam_job,
-               BEAM_FRAMEWORKS),
+               ("tensorflow", "apache_beam")),
     Subcommand("pretraining-data", "pipelines.pretraining_data",
                "Write BERT pretraining TFRecords from raw text (Beam).", run_beam_job,
                BEAM_FRAMEWORKS),
