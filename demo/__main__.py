@@ -28,13 +28,13 @@ Each parser is built here, and a demo's module (which loads TensorFlow) is
 imported once its flags are read, so `--help` answers at once.
 """
 
-import argparse
 import json
 import logging
 import os
 import sys
 import time
 
+from tfnlp.command_line import ArgumentParser
 from tfnlp.quiet_start import import_quietly
 
 DATA_DIR_FLAG = "--data_dir"
@@ -49,14 +49,15 @@ def positive_integer_flags(parser, args, names):
 
 def masked_lm_parser():
     """The parser of the default demo's flags (`demo.masked_lm`)."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="python -m demo",
         description="Masked-word prediction on Tiny Shakespeare (in the repository), from "
                     "raw text to a served BERT: vocabulary, pretraining data, training, "
                     "export, serving.",
-        epilog=f"python -m demo {DATA_DIR_FLAG}=DIR runs the translation demo on Multi30k "
-               f"in DIR/mt instead; python -m demo {DATA_DIR_FLAG}=DIR --help lists its flags.",
         allow_abbrev=False)
+    parser.epilog = (f"{parser.prog} {DATA_DIR_FLAG}=DIR runs the translation demo on "
+                     f"Multi30k in DIR/mt instead; {parser.prog} {DATA_DIR_FLAG}=DIR --help "
+                     "lists its flags.")
     parser.add_argument("--output_dir", default="demo_output",
                         help="Where each stage's folder and summary.json go.")
     parser.add_argument("--max_lines", type=int, default=0,
@@ -126,8 +127,8 @@ def parse_masked_lm_args(argv):
 
 def translation_parser():
     """The parser of the translation demo's flags (`demo.translation`)."""
-    parser = argparse.ArgumentParser(
-        prog=f"python -m demo {DATA_DIR_FLAG}=DIR",
+    parser = ArgumentParser(
+        prog="python -m demo",
         description="English→German translation on Multi30k, from raw text to a served model.",
         allow_abbrev=False)
     parser.add_argument(DATA_DIR_FLAG, required=True,

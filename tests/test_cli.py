@@ -173,12 +173,7 @@ def test_each_subcommand_help_shows_its_module_flags(name, capsys):
     assert flags_of(out) == flags_of(module_out)
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(name, marks=pytest.mark.xfail(
-        strict=True, reason="demo/__main__.py builds argparse's own parser with "
-                            "prog='python -m demo'; command_line.ArgumentParser would "
-                            "take the name")) if name == "demo" else name
-    for name in SUBCOMMAND_NAMES])
+@pytest.mark.parametrize("name", SUBCOMMAND_NAMES)
 def test_each_subcommand_help_names_it_tfnlp_subcommand(name, capsys):
     status, out, _ = run_tfnlp([name, "--help"], capsys)
     assert status == 0

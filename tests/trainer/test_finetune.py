@@ -27,6 +27,8 @@ from tfnlp.models import (
 )
 from tfnlp.models.bert.huggingface import encoder_tensors_from_encoder, huggingface_config_dict
 from tfnlp.text.bert_tokenizer import BertTokenizer
+from tests.export.helpers import saved_model_cli
+from tests.test_readme import readme_commands
 from tests.trainer.helpers import event_values
 from trainer import export, finetune, finetune_data
 
@@ -434,3 +436,23 @@ def test_span_from_huggingface_checkpoint(root, huggingface):
     # The data tells the three apart, so the assertions above could fail.
     assert (start_right & ~end_right).any() and (end_right & ~start_right).any()
     assert_hparams_metrics_are_logged(model_dir, "span")
+
+
+def test_the_readme_serving_commands_run_on_a_classification_run(classification_run, tmp_path):
+    """The README's `tfnlp export` and `saved_model_cli show` lines, with its
+    `classifier/` a real run: the export has the `serving_default` that the
+    TensorFlow Serving container would serve, taking strings."""
+    model_dir, *_ = classification_run
+
+    def local(word):
+        return (word.replace("=classifier/", f"={model_dir}/")
+                .replace("exports/", f"{tmp_path}/exports/"))
+
+    [export_command] = readme_commands("tfnlp export")
+    [show_command] = readme_commands("saved_model_cli")
+    version = export.main([local(word) for word in export_command[2:]])
+    assert version == f"{tmp_path}/exports/classifier/1"
+    shown = saved_model_cli(*[local(word) for word in show_command[1:]])
+    assert "The given SavedModel SignatureDef contains the following input(s):" in shown
+    assert "inputs['text'] tensor_info:\n      dtype: DT_STRING" in shown
+    assert "outputs['label'] tensor_info:\n      dtype: DT_STRING" in shown
