@@ -188,12 +188,10 @@ def test_a_mistake_gives_the_python_m_status_and_error_under_the_tfnlp_name(
     module_status, _, module_err = run_python_m(name, arguments, capsys)
     assert status == module_status == 2
     module_program = f"python -m {PYTHON_M_MODULES[name]}"
-    if name != "demo":  # Its errors are argparse's: the usage, then the error.
-        assert len(lines(err)) == 1, err
-        assert lines(err)[0].startswith(f"tfnlp {name}: error: ")
-        assert lines(module_err)[0].startswith(f"{module_program}: error: ")
-        module_err = module_err.replace(module_program, f"tfnlp {name}")
-    assert lines(err) == lines(module_err)
+    assert len(lines(err)) == 1, err
+    assert lines(err)[0].startswith(f"tfnlp {name}: error: ")
+    assert lines(module_err)[0].startswith(f"{module_program}: error: ")
+    assert lines(err) == lines(module_err.replace(module_program, f"tfnlp {name}"))
 
 
 def test_verbose_prints_the_traceback_first(paths, capsys):

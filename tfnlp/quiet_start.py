@@ -1,7 +1,8 @@
 """A quiet start for tfnlp's command lines: the frameworks' import noise.
 
 Importing TensorFlow 2.21 writes C++ log lines to stderr (oneDNN, CUDA
-drivers, CPU instructions) before its logging is set up, where
+drivers, CPU instructions), and finding its devices one more (cuInit
+failing where there is no GPU), before its logging is set up, where
 `TF_CPP_MIN_LOG_LEVEL` does not reach them, and importing Apache Beam
 logs that apitools is missing. A user of `python -m trainer.pretrain` sees
 six such lines before anything of theirs. The packages of the command
@@ -62,4 +63,9 @@ def import_quietly(module_names, argv=None):
     with stderr_silenced():
         for name in pending:
             with contextlib.suppress(ModuleNotFoundError):
-                importlib.import_module(name)
+                module = importlib.import_module(name)
+                if name == "tensorflow":
+                    # Finding the devices logs, on a machine without a GPU
+                    # driver, an ERROR line about cuInit that means nothing
+                    # more than "no GPU".
+                    module.config.list_physical_devices()

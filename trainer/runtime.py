@@ -10,7 +10,7 @@ import sys
 import keras
 import tensorflow as tf
 
-from tfnlp.command_line import UsageError
+from tfnlp.command_line import UsageError, verbose_requested
 from trainer import distribution, run_files
 from trainer.checkpoints import Checkpoints, latest_step
 
@@ -44,11 +44,16 @@ class Run:
 
 def configure_logging():
     """INFO log lines with time, level and logger on stderr (the trainers'
-    command lines)."""
+    command lines). TensorFlow's and absl's own INFO lines (a SavedModel's
+    assets written, its inputs renamed) show only with `--verbose`; their
+    warnings and errors always do."""
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    if not verbose_requested():
+        for name in ("tensorflow", "absl"):
+            logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def start_run(model_dir, strategy_name="default", tpu="", mixed_precision=None, seed=0):
