@@ -194,6 +194,15 @@ def test_a_mistake_gives_the_python_m_status_and_error_under_the_tfnlp_name(
     assert lines(err) == lines(module_err.replace(module_program, f"tfnlp {name}"))
 
 
+def test_verbose_in_the_config_file_prints_the_traceback(paths, tmp_path, capsys):
+    config_file = tmp_path / "run.yaml"
+    config_file.write_text(f"model_dir: {paths['missing']}\nverbose: true\n")
+    status, _, err = run_tfnlp(["average", f"--config_file={config_file}"], capsys)
+    assert status == 2
+    assert err.startswith("Traceback (most recent call last):")
+    assert err.splitlines()[-1].startswith(f"tfnlp average: error: --model_dir={paths['missing']}")
+
+
 def test_verbose_prints_the_traceback_first(paths, capsys):
     status, _, err = run_tfnlp(["average", f"--model_dir={paths['missing']}", "--verbose"],
                                capsys)

@@ -449,11 +449,26 @@ def _user_error_types():
 
 
 def verbose_requested(argv=None):
-    """Whether `argv` (default `sys.argv[1:]`) has `--verbose` or the
-    environment sets TFNLP_VERBOSE to anything but empty, 0 or false."""
+    """Whether `argv` (default `sys.argv[1:]`) has `--verbose`, its
+    `--config_file` sets `verbose: true`, or the environment sets
+    TFNLP_VERBOSE to anything but empty, 0 or false."""
     arguments = sys.argv[1:] if argv is None else argv
     value = os.environ.get(VERBOSE_ENVIRONMENT_VARIABLE, "").strip().lower()
-    return VERBOSE_FLAG in arguments or value not in ("", "0", "false", "f", "no")
+    if VERBOSE_FLAG in arguments or value not in ("", "0", "false", "f", "no"):
+        return True
+    return _config_file_sets_verbose(config_file_paths(arguments))
+
+
+def _config_file_sets_verbose(paths):
+    """Whether the last of the config files `paths` sets `verbose` true (a
+    file that cannot be read counts as not: its error comes later)."""
+    if not paths:
+        return False
+    try:
+        setting = read_config_file(paths[-1]).get("verbose", False)
+    except (UsageError, OSError):
+        return False
+    return setting is True
 
 
 def program_name(main):
