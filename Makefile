@@ -10,7 +10,7 @@ DATA_DIR ?=
 DEMO_OUTPUT ?= demo_output
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: demo test install clean
+.PHONY: demo test bench install clean
 
 install: $(VENV)/.installed
 
@@ -35,6 +35,11 @@ PYTEST_WORKERS ?= 2
 
 test: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest -n $(PYTEST_WORKERS) --dist loadscope
+
+# Every benchmark at a size that fits an hour; BENCHMARKS="a b" runs some.
+BENCHMARKS ?=
+bench: $(VENV)/.installed
+	$(VENV)/bin/python -m benchmarks $(BENCHMARKS)
 
 clean:
 	rm -rf $(VENV) $(DEMO_OUTPUT) *.egg-info

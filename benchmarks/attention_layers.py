@@ -1,18 +1,19 @@
 """Speed of tfnlp's attention layers against their Keras references.
 
     python -m benchmarks.attention_layers [--batch_size=16 --length=128 --repeats=20]
+    python -m benchmarks.attention_layers --quick   # a smoke run: batch 4 x 32, 3 repeats
 
 Times a jit-compiled forward and backward pass of each tfnlp layer and of its
 reference (`keras.layers.MultiHeadAttention`,
 `keras_hub.layers.TransformerEncoder` / `TransformerDecoder`), with the same
 weights and inputs, in the same run, interleaved so that machine noise hits
-both alike. Prints a table and writes JSON (default
-benchmarks/results/attention_layers.json). Ratio = tfnlp time / reference
-time (below 1 means tfnlp is faster).
+both alike. Prints a table and writes JSON (`--output`, default
+benchmarks/results/attention_layers.json) whose "figures" are each layer's
+time against its reference's. Ratio = tfnlp time / reference time (below 1
+means tfnlp is faster).
 """
 
 import argparse
-import json
 import os
 import platform
 import time
@@ -22,6 +23,7 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
+from benchmarks.reporting import FIGURES_KEY, figure, write_report
 from tfnlp import layers
 
 
@@ -53,13 +55,27 @@ def cases(hidden, heads):
     return [
         ("MultiHeadAttention (self, masked)",
          layers.MultiHeadAttention(heads, key_dim),
+         "keras.layers.MultiHeadAttention",
          keras.layers.MultiHeadAttention(heads, key_dim), self_attention),
         ("TransformerEncoderBlock",
          layers.TransformerEncoderBlock(heads, 4 * hidden, dropout=0.0),
+         "keras-hub TransformerEncoder",
          keras_hub.layers.TransformerEncoder(4 * hidden, heads, dropout=0.0), encoder),
         ("TransformerDecoderBlock (cross)",
          layers.TransformerDecoderBlock(heads, 4 * hidden, dropout=0.0),
+         "keras-hub TransformerDecoder",
          keras_hub.layers.TransformerDecoder(4 * hidden, heads, dropout=0.0), decoder),
+    ]
+
+
+def figures(rows):
+    """The headline figures: each layer's forward+backward time against its
+    reference's."""
+    return [
+        figure(f"{row['layer']} forward+backward", row["tfnlp_ms"], "ms",
+               reference=row["reference"], reference_value=row["reference_ms"],
+               higher_is_better=False)
+        for row in rows
     ]
 
 
@@ -70,8 +86,12 @@ def main():
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--quick", action="store_true",
+                        help="A smoke run: batch 4 x length 32, 3 repeats.")
     parser.add_argument("--output", default="benchmarks/results/attention_layers.json")
     args = parser.parse_args()
+    if args.quick:
+        args.batch_size, args.length, args.repeats = 4, 32, 3
 
     rng = np.random.default_rng(0)
     shape = (args.batch_size, args.length, args.hidden)
@@ -85,7 +105,7 @@ def main():
         "mask": tf.constant(np.broadcast_to(padding[:, None, :], (args.batch_size, args.length, args.length))),
     }
     rows = []
-    for name, ours, reference, call in cases(args.hidden, args.heads):
+    for name, ours, reference_name, reference, call in cases(args.hidden, args.heads):
         call(reference, inputs)
         call(ours, inputs)
         ours.set_weights(reference.get_weights())
@@ -99,8 +119,8 @@ def main():
             reference_times.append(median_seconds(steps[1], inputs, args.repeats))
         ours_ms, reference_ms = 1e3 * min(ours_times), 1e3 * min(reference_times)
         rows.append({
-            "layer": name, "tfnlp_ms": round(ours_ms, 2),
-            "reference_ms": round(reference_ms, 2),
+            "layer": name, "reference": reference_name, "tfnlp_ms": ours_ms,
+            "reference_ms": reference_ms,
             "ratio": round(ours_ms / reference_ms, 3),
             "max_output_difference": difference,
         })
@@ -112,10 +132,8 @@ def main():
     for row in rows:
         print(f"{row['layer']:36} {row['tfnlp_ms']:9.2f} {row['reference_ms']:13.2f} "
               f"{row['ratio']:7.3f} {row['max_output_difference']:11.2e}")
-    os.makedirs(os.path.dirname(args.output) or ".", exist_ok=True)
-    with open(args.output, "w", encoding="utf-8") as file:
-        json.dump({"settings": vars(args), "results": rows}, file, indent=2)
-    print(f"wrote {args.output}")
+    write_report({"settings": vars(args), "results": rows, FIGURES_KEY: figures(rows)},
+                 args.output)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
     python -m benchmarks.bert_pretraining_throughput [--config=mini --batch_size=16
         --sequence_length=128 --predictions=20 --steps=10 --dtype=float32]
+    python -m benchmarks.bert_pretraining_throughput --quick   # a smoke run: tiny, 3 steps
     KERAS_BACKEND=jax python -m benchmarks.bert_pretraining_throughput --config=base --dtype=bfloat16
 
 Builds `tfnlp.models.BertPretrainingModel` and `keras_hub.models.BertMaskedLM`
@@ -25,11 +26,12 @@ matmuls of the benchmark's dtype, jit-compiled).
 
 Backend-agnostic (Keras 3 + `keras.ops`), so on a GPU machine that has JAX
 but no TensorFlow it runs with `KERAS_BACKEND=jax`. Prints a table and
-writes JSON (default benchmarks/results/bert_pretraining_throughput.json).
+writes JSON (`--output`, default
+benchmarks/results/bert_pretraining_throughput.json) whose "figures" are
+the tokens/s and the MFU of tfnlp against keras-hub's.
 """
 
 import argparse
-import json
 import os
 import platform
 import time
@@ -38,10 +40,11 @@ import keras
 import keras_hub
 import numpy as np
 
+from benchmarks.reporting import FIGURES_KEY, figure, write_report
 from tfnlp.models import BertConfig, BertEncoder, BertPretrainingModel
 
-REPOSITORY_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SPEED_GOAL = 1.25
+KERAS_HUB_MODEL = "keras-hub BertMaskedLM"
 
 
 def random_batch(config, batch_size, sequence_length, predictions, seed=0):
@@ -155,6 +158,20 @@ def matmul_flops_per_second(dtype, size=2048, repeats=10):
     return 2 * size**3 / best
 
 
+def figures(config, results):
+    """The headline figures: tfnlp's training tokens/s and MFU against
+    keras-hub's."""
+    ours, reference = results["tfnlp"], results["keras_hub"]
+    return [
+        figure(f"BERT {config} training tokens per second", ours["tokens_per_second"],
+               "tokens/s", reference=KERAS_HUB_MODEL,
+               reference_value=reference["tokens_per_second"], goal=SPEED_GOAL),
+        figure(f"BERT {config} model FLOPs utilisation",
+               100 * ours["model_flops_utilisation"], "%", reference=KERAS_HUB_MODEL,
+               reference_value=100 * reference["model_flops_utilisation"]),
+    ]
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", default="mini", help="A BertConfig preset.")
@@ -165,8 +182,12 @@ def main(argv=None):
     parser.add_argument("--warmup_steps", type=int, default=3)
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"],
                         help="bfloat16: the mixed_bfloat16 policy.")
-    parser.add_argument("--output_file", default="benchmarks/results/bert_pretraining_throughput.json")
+    parser.add_argument("--quick", action="store_true",
+                        help="A smoke run: the tiny preset, 1 warm-up and 3 timed steps.")
+    parser.add_argument("--output", default="benchmarks/results/bert_pretraining_throughput.json")
     flags = parser.parse_args(argv)
+    if flags.quick:
+        flags.config, flags.warmup_steps, flags.steps = "tiny", 1, 3
     if flags.dtype == "bfloat16":
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
     keras.utils.set_random_seed(0)
@@ -224,14 +245,11 @@ def main(argv=None):
         "matmul_flops_per_second": matmul_rate,
         "results": results,
         "ratio": {"value": ratio, "goal": SPEED_GOAL, "met": ratio >= SPEED_GOAL},
+        FIGURES_KEY: figures(flags.config, results),
         "machine": {"python": platform.python_version(), "platform": platform.platform(),
                     "cpus": os.cpu_count()},
     }
-    output_file = os.path.join(REPOSITORY_ROOT, flags.output_file)
-    os.makedirs(os.path.dirname(output_file), exist_ok=True)
-    with open(output_file, "w") as file:
-        json.dump(report, file, indent=2)
-    print(f"Wrote {output_file}")
+    write_report(report, flags.output)
     return report
 
 

@@ -19,13 +19,13 @@ with its reference in the same run, so that machine noise hits both alike:
    buffer, causally masked, through the whole model), both with
    `tfnlp.decoding.GreedySearch`. The outputs must be the same tokens.
 
-Prints a table and writes JSON (default benchmarks/results/decoding.json; not
-with --quick unless --output is given).
+Prints a table and writes JSON (`--output`, default
+benchmarks/results/decoding.json; not with --quick unless --output is
+given) whose "figures" are the two cases' times against their references'.
 Speed-up = reference time / tfnlp time (above 1 means tfnlp is faster).
 """
 
 import argparse
-import json
 import os
 import platform
 import time
@@ -36,6 +36,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from benchmarks.reporting import FIGURES_KEY, figure, write_report
 from tfnlp import decoding, layers
 
 
@@ -124,7 +125,7 @@ def median_seconds(function, inputs, repeats):
     return float(np.median(times))
 
 
-def compare(name, ours, reference, inputs, repeats, rounds):
+def compare(name, reference_name, ours, reference, inputs, repeats, rounds):
     for function in (ours, reference):
         function(*inputs)  # compile
     ours_times, reference_times = [], []
@@ -132,8 +133,19 @@ def compare(name, ours, reference, inputs, repeats, rounds):
         ours_times.append(median_seconds(ours, inputs, repeats))
         reference_times.append(median_seconds(reference, inputs, repeats))
     ours_ms, reference_ms = 1e3 * min(ours_times), 1e3 * min(reference_times)
-    return {"case": name, "tfnlp_ms": round(ours_ms, 2), "reference_ms": round(reference_ms, 2),
-            "speedup": round(reference_ms / ours_ms, 2)}
+    return {"case": name, "reference": reference_name, "tfnlp_ms": ours_ms,
+            "reference_ms": reference_ms, "speedup": round(reference_ms / ours_ms, 2)}
+
+
+def figures(rows):
+    """The headline figures: each case's time per decode against its
+    reference's."""
+    return [
+        figure(f"{row['case']} time per decode", row["tfnlp_ms"], "ms",
+               reference=row["reference"], reference_value=row["reference_ms"],
+               higher_is_better=False)
+        for row in rows
+    ]
 
 
 def main():
@@ -184,15 +196,16 @@ def main():
         jit_compile=True)
 
     rows = []
-    row = compare(f"beam search (beam {args.beam_size}) vs keras_hub BeamSampler",
+    row = compare(f"beam search (beam {args.beam_size})", "keras-hub BeamSampler",
                   ours_beam, reference_beam, (start_ids,), args.repeats, args.rounds)
     ours, (reference_ids, reference_log_probs) = ours_beam(start_ids), reference_beam(start_ids)
     row["same_best_ids"] = bool(np.array_equal(ours["ids"][:, 0], reference_ids))
     row["max_score_difference"] = float(np.max(np.abs(ours["scores"][:, 0] - reference_log_probs)))
     rows.append(row)
 
-    row = compare(f"greedy, cached vs uncached ({length} tokens)",
-                  cached_greedy, uncached_greedy, (start_ids,), args.repeats, args.rounds)
+    row = compare(f"greedy search with the key/value cache ({length} tokens)",
+                  "greedy search recomputing the prefix", cached_greedy, uncached_greedy,
+                  (start_ids,), args.repeats, args.rounds)
     cached, uncached = cached_greedy(start_ids), uncached_greedy(start_ids)
     row["same_best_ids"] = bool(np.array_equal(cached["ids"], uncached["ids"]))
     row["max_score_difference"] = float(np.max(np.abs(cached["scores"] - uncached["scores"])))
@@ -202,16 +215,15 @@ def main():
           f"{args.layers} blocks × hidden {args.hidden}, {args.heads} heads, on "
           f"{platform.processor() or platform.machine()} ({os.cpu_count()} cores), "
           f"backend {keras.backend.backend()}")
-    print(f"{'case':52} {'tfnlp ms':>9} {'reference ms':>13} {'speed-up':>9} {'same ids':>9}")
+    print(f"{'case':52} {'tfnlp ms':>9} {'reference ms':>13} {'speed-up':>9} {'same ids':>9}  "
+          "reference")
     for row in rows:
         print(f"{row['case']:52} {row['tfnlp_ms']:9.2f} {row['reference_ms']:13.2f} "
-              f"{row['speedup']:9.2f} {str(row['same_best_ids']):>9}")
+              f"{row['speedup']:9.2f} {str(row['same_best_ids']):>9}  {row['reference']}")
     if args.output is None:
         return
-    os.makedirs(os.path.dirname(args.output) or ".", exist_ok=True)
-    with open(args.output, "w", encoding="utf-8") as file:
-        json.dump({"settings": vars(args), "results": rows}, file, indent=2)
-    print(f"wrote {args.output}")
+    write_report({"settings": vars(args), "results": rows, FIGURES_KEY: figures(rows)},
+                 args.output)
 
 
 if __name__ == "__main__":

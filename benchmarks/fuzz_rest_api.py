@@ -15,10 +15,14 @@ examples (tests/serve/test_rest_api_fuzzing.py); this draws
 HTTP requests, each a connection to the server), from `--seed` when given.
 
 Prints a table (property, examples checked, failures, seconds) and writes
-JSON (default benchmarks/results/fuzz_rest_api.json). Hypothesis stops a
-property at its first failure and shrinks it, so failures is 0 or 1; the
-examples column counts every example checked, shrinking included. On a
-failure it prints the minimal counterexample and exits with status 1.
+JSON (`--output`, default benchmarks/results/fuzz_rest_api.json) whose
+"figures" are the examples checked and the failures, over all properties.
+Hypothesis stops a property at its first failure and shrinks it, so
+failures is 0 or 1 per property; the examples column counts every example
+checked, shrinking included. On a failure it prints the minimal
+counterexample and exits with status 1. With the defaults it takes about 6
+minutes on 2 cores, with `--max_examples=200 --http_max_examples=20` about
+20 seconds.
 """
 
 import argparse

@@ -1,5 +1,6 @@
 """What the fuzzing benchmarks share: running one property to its end and
-the table and JSON report of the runs."""
+the table and JSON report of the runs, whose "figures" are the examples
+checked and the properties that failed (without a reference)."""
 
 import platform
 import time
@@ -7,7 +8,7 @@ import traceback
 
 import hypothesis
 
-from benchmarks.reporting import write_report
+from benchmarks.reporting import FIGURES_KEY, figure, write_report
 
 
 def fuzz(run_property, name, max_examples, seed, **options):
@@ -51,6 +52,15 @@ def fuzz_all(run_property, max_examples, seed, options=None):
     return rows, failures
 
 
+def headline_figures(rows):
+    """The examples checked and the properties that failed, over all rows."""
+    return [
+        figure("examples checked", sum(row["examples"] for row in rows), "examples"),
+        figure("failures", sum(row["failures"] for row in rows), "properties",
+               higher_is_better=False),
+    ]
+
+
 def report(benchmark, rows, failures, seed, versions, output):
     """Prints the table and the counterexamples, writes the JSON report;
     returns the exit status (1 if a property failed)."""
@@ -65,6 +75,7 @@ def report(benchmark, rows, failures, seed, versions, output):
         "seed": seed,
         "rows": rows,
         "counterexamples": failures,
+        FIGURES_KEY: headline_figures(rows),
         "versions": {"python": platform.python_version(),
                      "hypothesis": hypothesis.__version__, **versions},
     }, output)

@@ -1,16 +1,26 @@
 """Translation quality and training speed of RNNSeq2Seq's attention variants,
 each trained for the same budget: a number of steps, or wall-clock time.
 
-    python -m benchmarks.rnn_attention_variants \\
-        --train_data='/tmp/mt/train/translation-*.tfrecord' \\
-        --eval_data='/tmp/mt/val/translation-*.tfrecord' --runs_dir=/tmp/variants \\
+    python -m benchmarks.rnn_attention_variants [--train_data='mt/train/translation-*' \\
+        --eval_data='mt/val/translation-*'] [--runs_dir=/tmp/variants] \\
         [--train_steps=2300 | --stop_time_hours=0.33] [--attentions=none,luong_dot,...] \\
         [-- --config=small --learning_rate=2e-3 ...]
+    python -m benchmarks.rnn_attention_variants --quick    # a smoke run of about 2 minutes
 
-For each variant of `--attentions` (the `attention` argument of
-`RNNSeq2Seq`, `none` for the encoder-decoder without attention) this runs
+The data: `--train_data` and `--eval_data`, shards of `python -m
+pipelines.translation_data`. Without them the benchmark makes both in a
+temporary directory first (`benchmarks.translation_inputs`; about 15 s):
+the first `--train_pairs` (0: all 29,000) pairs of Multi30k's training text
+(../shared/data/mt/train.en, train.de) with a shared `--vocab_size`-piece
+SentencePiece model learned from them, 4 shards, and the first
+`--eval_pairs` (0: all 1,014) validation pairs (val.en, val.de) tokenized
+with that model.
+
+For each variant of `--attentions` (default all; the `attention` argument
+of `RNNSeq2Seq`, `none` for the encoder-decoder without attention) this runs
 `python -m trainer.translate --model=rnn --attention=VARIANT` in its own
-process, into `RUNS_DIR/VARIANT`, for `--train_steps` steps (the same
+process, into `RUNS_DIR/VARIANT` (`--runs_dir`; without it a temporary
+directory, removed at the end), for `--train_steps` steps (the same
 batches for every variant, whatever else the machine runs) or, without
 it, `--stop_time_hours` (compilation counts; only fair on an idle
 machine), with an evaluation only at the end and every flag after `--`
@@ -26,8 +36,15 @@ machine), with an evaluation only at the end and every flag after `--`
 
 The reference is the model without attention, trained in the same run: the
 table gives each variant's BLEU gain over it and its throughput ratio to
-it. The runs take turns on the machine; give each one the whole machine
-(nothing else running) for throughputs worth comparing.
+it, and the report's figures each variant's validation BLEU and training
+tokens/s against it. The runs take turns on the machine; give each one the
+whole machine (nothing else running) for throughputs worth comparing.
+
+The default budget, 20 minutes a variant, makes a run of all six variants
+take over two hours. `--quick` trains `none` and `luong_general` (unless
+`--attentions` says otherwise) 20 steps each on 2,000 training pairs with
+a 1,000-piece vocabulary, logging every 5 steps, and evaluates greedily on
+50 validation pairs; a smoke run only, its scores mean nothing.
 
 Prints a table and writes JSON (default
 benchmarks/results/rnn_attention_variants.json).
@@ -40,31 +57,70 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 
-from benchmarks.reporting import from_root, write_report
+from benchmarks.reporting import FIGURES_KEY, figure, from_root, write_report
+from benchmarks.translation_inputs import (
+    SENTENCEPIECE_MODEL,
+    SHARD_PATTERN,
+    TRAIN_SOURCE,
+    TRAIN_TARGET,
+    VALIDATION_SOURCE,
+    VALIDATION_TARGET,
+    make_shards,
+)
 from tfnlp.models.seq2seq.rnn_seq2seq import ATTENTIONS
 
-VARIANTS = ("none", *ATTENTIONS)
+REFERENCE = "none"
+VARIANTS = (REFERENCE, *ATTENTIONS)
+REFERENCE_NAME = "RNNSeq2Seq without attention, same budget"
+QUICK_ATTENTIONS = "none,luong_general"
+# Trainer flags of --quick, before those after `--` (which override them).
+QUICK_TRAINER_FLAGS = ["--max_tokens_per_batch=1024", "--log_every_steps=5",
+                       "--beam_size=1", "--sample_sentences=0"]
 THROUGHPUT_PATTERN = re.compile(r"INFO trainer\.training_loop: step \d+: .*tokens_per_second=([0-9.e+]+)")
 
 
 def parse_flags(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--train_data", required=True)
-    parser.add_argument("--eval_data", required=True)
-    parser.add_argument("--runs_dir", required=True,
+    parser.add_argument("--train_data", default=None,
+                        help="Training shards of pipelines.translation_data (default: made "
+                             "here from Multi30k, see --train_pairs).")
+    parser.add_argument("--eval_data", default=None,
+                        help="Validation shards, with --train_data (default: made here).")
+    parser.add_argument("--train_pairs", type=int, default=0,
+                        help="Without --train_data: the first pairs of the training text "
+                             "(0: all 29,000).")
+    parser.add_argument("--eval_pairs", type=int, default=0,
+                        help="Without --eval_data: the first pairs of the validation text "
+                             "(0: all 1,014).")
+    parser.add_argument("--vocab_size", type=int, default=8000,
+                        help="Without --train_data: the shared SentencePiece model's pieces.")
+    parser.add_argument("--runs_dir", default=None,
                         help="Each variant's model_dir is RUNS_DIR/VARIANT; a variant whose "
                              "run has finished there already is read, not trained again (an "
-                             "unfinished one stops the benchmark).")
-    parser.add_argument("--attentions", default=",".join(VARIANTS))
+                             "unfinished one stops the benchmark). Default: a temporary "
+                             "directory, removed at the end.")
+    parser.add_argument("--attentions", default=None,
+                        help=f"Comma-separated (default: all, {QUICK_ATTENTIONS} with --quick).")
     parser.add_argument("--train_steps", type=int, default=None,
                         help="Budget in steps; without it, --stop_time_hours.")
     parser.add_argument("--stop_time_hours", type=float, default=1 / 3)
+    parser.add_argument("--quick", action="store_true",
+                        help="A smoke run: 2,000 training and 50 validation pairs, a "
+                             "1,000-piece vocabulary, 20 steps, greedy evaluation.")
     parser.add_argument("--output", default="benchmarks/results/rnn_attention_variants.json")
     own, trainer_flags = _split(argv)
     flags = parser.parse_args(own)
+    if (flags.train_data is None) != (flags.eval_data is None):
+        parser.error("give both --train_data and --eval_data, or neither (to make both here).")
     flags.trainer_flags = trainer_flags
-    flags.attentions = [name.strip() for name in flags.attentions.split(",") if name.strip()]
+    if flags.quick:
+        flags.train_pairs, flags.eval_pairs, flags.vocab_size = 2000, 50, 1000
+        flags.train_steps = 20
+        flags.trainer_flags = QUICK_TRAINER_FLAGS + trainer_flags
+    attentions = flags.attentions or (QUICK_ATTENTIONS if flags.quick else ",".join(VARIANTS))
+    flags.attentions = [name.strip() for name in attentions.split(",") if name.strip()]
     unknown = sorted(set(flags.attentions) - set(VARIANTS))
     if unknown:
         parser.error(f"--attentions: unknown {', '.join(unknown)}; choose from "
@@ -113,6 +169,18 @@ def train_variant(attention, flags):
     return model_dir
 
 
+def prepare_data(flags, directory):
+    """Training and validation shards of Multi30k (the first `--train_pairs`
+    and `--eval_pairs`), the validation pairs tokenized with the model
+    learned from the training text; returns their globs."""
+    train_dir = make_shards(os.path.join(directory, "train"), TRAIN_SOURCE, TRAIN_TARGET,
+                            pairs=flags.train_pairs, vocab_size=flags.vocab_size, num_shards=4)
+    eval_dir = make_shards(os.path.join(directory, "val"), VALIDATION_SOURCE, VALIDATION_TARGET,
+                           pairs=flags.eval_pairs,
+                           vocab_file=os.path.join(train_dir, SENTENCEPIECE_MODEL), num_shards=1)
+    return os.path.join(train_dir, SHARD_PATTERN), os.path.join(eval_dir, SHARD_PATTERN)
+
+
 def read_json_lines(path):
     with open(path, encoding="utf-8") as file:
         return [json.loads(line) for line in file if line.strip()]
@@ -134,7 +202,7 @@ def read_run(model_dir):
     }
 
 
-def summarise(results, reference="none"):
+def summarise(results, reference=REFERENCE):
     """Prints the table, each variant against `reference` when it ran."""
     base = results.get(reference)
     print(f"{'attention':<20} {'steps':>6} {'tokens/s':>9} {'ratio':>6} {'BLEU':>6} "
@@ -151,14 +219,42 @@ def summarise(results, reference="none"):
               f"{row['chrf']:>6.1f} {row['perplexity']:>6.2f}")
 
 
+def figures(results, reference=REFERENCE):
+    """Each variant's validation BLEU and training tokens/s against
+    `reference`'s; each run's alone when the reference did not run or ran
+    alone."""
+    base = results.get(reference)
+    variants = {name: row for name, row in results.items() if name != reference}
+    if base is None or not variants:
+        base, variants = None, results
+    reference_name = REFERENCE_NAME if base else None
+    rows = []
+    for name, row in variants.items():
+        rows.append(figure(f"{name} validation BLEU", row["bleu"], "BLEU",
+                           reference=reference_name, reference_value=base and base["bleu"]))
+        rows.append(figure(f"{name} training tokens/s", row["tokens_per_second"], "tokens/s",
+                           reference=reference_name,
+                           reference_value=base and base["tokens_per_second"]))
+    return rows
+
+
 def main(argv=None):
     flags = parse_flags(argv)
-    results = {name: read_run(train_variant(name, flags)) for name in flags.attentions}
+    data = {"train_data": flags.train_data, "eval_data": flags.eval_data}
+    if flags.train_data is None:
+        data = {"made_from": [TRAIN_SOURCE, TRAIN_TARGET, VALIDATION_SOURCE, VALIDATION_TARGET],
+                "train_pairs": flags.train_pairs or "all", "eval_pairs": flags.eval_pairs or "all",
+                "vocab_size": flags.vocab_size}
+    with tempfile.TemporaryDirectory(prefix="rnn_attention_variants_") as work_dir:
+        if flags.train_data is None:
+            flags.train_data, flags.eval_data = prepare_data(flags, work_dir)
+        flags.runs_dir = from_root(flags.runs_dir or os.path.join(work_dir, "runs"))
+        results = {name: read_run(train_variant(name, flags)) for name in flags.attentions}
     summarise(results)
     budget = ({"train_steps": flags.train_steps} if flags.train_steps is not None
               else {"stop_time_hours": flags.stop_time_hours})
-    write_report({**budget, "trainer_flags": flags.trainer_flags, "results": results},
-                 flags.output)
+    write_report({**budget, "data": data, "trainer_flags": flags.trainer_flags,
+                  "results": results, FIGURES_KEY: figures(results)}, flags.output)
 
 
 if __name__ == "__main__":

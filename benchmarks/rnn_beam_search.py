@@ -96,7 +96,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from benchmarks.reporting import write_report
+from benchmarks.reporting import FIGURES_KEY, figure, write_report
 from tfnlp import decoding
 from tfnlp.data.translation_schema import BOS_ID, EOS_ID
 from tfnlp.models.seq2seq.rnn_seq2seq import ATTENTIONS, RNN_PRESETS, RNNSeq2Seq
@@ -353,6 +353,25 @@ def summarise(times, warmup, beam_tokens):
     return rows
 
 
+def figures(rows, agreements):
+    """tfnlp XLA's beam tokens/s against the eager Python loop's (the goal)
+    and the graph loop's, and how many of its best hypotheses are the eager
+    reference's."""
+    ours = rows[OURS]["beam_tokens_per_second"]
+    return [
+        figure("beam search tokens/s, XLA", ours, "beam tokens/s",
+               reference="Python-loop beam search, eager",
+               reference_value=rows[REFERENCE]["beam_tokens_per_second"], goal=SPEED_GOAL),
+        figure("beam search tokens/s, XLA (against graph steps)", ours, "beam tokens/s",
+               reference="Python-loop beam search, graph encode + step",
+               reference_value=rows[GRAPH_LOOP]["beam_tokens_per_second"]),
+        figure("best hypotheses equal to the eager reference's, XLA",
+               agreements[OURS]["same_best_ids"], "sentences",
+               reference="sentences searched",
+               reference_value=agreements[OURS]["sentences"], goal=1.0),
+    ]
+
+
 def print_table(rows):
     header = (f"{'row':38} {'median s':>9} {'CPU s':>7} {'beam tokens/s':>14} "
               f"{'x tfnlp XLA':>12} {'warm-up s':>10}")
@@ -456,6 +475,7 @@ def main(argv=None):
         "all_best_the_same": all_same,
         "results": rows,
         "speedup": {"value": speedup, "goal": SPEED_GOAL, "met": met},
+        FIGURES_KEY: figures(rows, agreements),
     }
     write_report(report, flags.output)
     return rows

@@ -32,7 +32,9 @@ the embeddings, between layers and on the attentional state):
 
 The batches, the training step, the timing and the summary are those of
 `benchmarks.translation_training` (real Multi30k batches of the `--buckets`
-most frequent shapes; label-smoothed cross-entropy; Adam; a
+most frequent shapes, from the shards in `--data_dir` or, without it, made
+by `pipelines.translation_data` in a temporary directory first, about 10 s;
+label-smoothed cross-entropy; Adam; a
 `tf.function(jit_compile=True)` step, the "XLA" rows, and the same step
 without XLA, the "graph" rows; `KERAS_BACKEND=jax`: one `jax.jit`).
 Throughput = real source + target tokens per second; ratio = tfnlp /
@@ -77,13 +79,14 @@ import keras
 import numpy as np
 from keras import ops
 
-from benchmarks.reporting import write_report
+from benchmarks.reporting import FIGURES_KEY, write_report
 from benchmarks.translation_training import (
     add_data_and_timing_flags,
     data_report,
     load_batches,
     measure,
     on_device,
+    speed_figures,
     summarise,
     trainers,
 )
@@ -98,6 +101,8 @@ REFERENCE = "keras"
 REFERENCES = {"luong_dot": REFERENCE, "luong_general": REFERENCE,
               "luong_concat": REFERENCE, "bahdanau": REFERENCE,
               "bahdanau_normalized": "bahdanau"}
+REFERENCE_NAMES = {REFERENCE: "the same model of Keras LSTM/RNN/Attention layers",
+                   "bahdanau": "tfnlp RNNSeq2Seq, plain bahdanau attention"}
 
 
 # === The reference model ===
@@ -248,6 +253,19 @@ def print_table(results):
                       f"{row['warmup_seconds']:10.1f}")
 
 
+def figures(results, main_case):
+    """Each variant's tokens/s against its reference, in every case; the
+    goal on the main case against the Keras-layers model."""
+    rows = []
+    for attention, cases in results.items():
+        reference = REFERENCES[attention]
+        for case, case_rows in cases.items():
+            goal = SPEED_GOAL if case == main_case and reference == REFERENCE else None
+            rows += speed_figures(case_rows, case, reference, REFERENCE_NAMES[reference], goal,
+                                  subject=f"{attention} ")
+    return rows
+
+
 def parse_flags(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_data_and_timing_flags(parser, eager_rounds=0)
@@ -330,6 +348,7 @@ def main(argv=None):
         "results": results,
         "ratio": {"values": ratios, "cpu_time_values": cpu_ratios, "goal": SPEED_GOAL,
                   "met": met},
+        FIGURES_KEY: figures(results, main_case),
     }
     write_report(report, flags.output)
     return results

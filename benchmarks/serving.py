@@ -5,10 +5,11 @@ with in-graph tokenization against tokenizing in Python first.
     python -m benchmarks.serving [--configs=tiny,mini --sequence_length=128
         --rounds=3 --calls=30 --batch_calls=6 --server_requests=150
         --server_batch_requests=24 --load_test_requests=2000]
+    python -m benchmarks.serving --quick   # a smoke run: tiny only, few calls
 
-The default run takes about 10 minutes on a 2-core machine, most of it in
-the server load tests (the server spends most of each request writing the
-response JSON; see below).
+The default run takes about 4 minutes on a 2-core machine, about 40% of
+it for tiny and 60% for mini. It reads the bert-base-uncased vocabulary and
+WikiText-2 (test) from ../shared/data.
 
 For each `tfnlp.models.BertConfig` preset (RANDOM weights: speed does not
 depend on them), a `BertEncoder` is exported with `export_saved_model` and
@@ -69,8 +70,13 @@ batches (the checks line says whether it does for the text signature).
 
 Ratio = reference examples/s / row examples/s, i.e. time per example
 relative to the reference named in the table (above 1 means slower);
-computed within the same run. Prints a table and writes JSON (default
-benchmarks/results/serving.json) with settings, machine and all figures.
+computed within the same run. Prints a table and writes JSON (`--output`,
+default benchmarks/results/serving.json) with settings, machine and all
+figures; its "figures", per config, are the batch-1 p50s of `SM
+encode_ids` against `keras eager` (goal at most 1.10), of `SM
+serving_default` against `py tok + SM encode_ids` and of the server against
+`SM serving_default`, and the load test's requests/s against `SM
+serving_default` called one at a time.
 """
 
 import argparse
@@ -90,6 +96,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the text signature's ops)
 
+from benchmarks.reporting import FIGURES_KEY, REPOSITORY_ROOT, figure, from_root, write_report
 from tfnlp.export import BertTextPreprocessor, export_saved_model
 from tfnlp.models import BertConfig, BertEncoder
 from tfnlp.serve import rest_api
@@ -98,14 +105,12 @@ from tfnlp.serve.model_store import ModelStore
 from tfnlp.text import BertTokenizer
 from tfnlp.text.plain_bert_tokenizer import PlainBertTokenizer
 
-REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
 _SERVING_LINE = re.compile(r"Serving model (\S+) versions \[.*?\] at (http://\S+:(\d+))")
-
-
-def resolve(path):
-    """A path relative to the repository root (unless absolute)."""
-    return path if os.path.isabs(path) else os.path.normpath(os.path.join(REPOSITORY, path))
+SAVED_MODEL_CALL_GOAL = 1.10
+QUICK = {"configs": "tiny", "max_texts": 64, "rounds": 1, "calls": 5, "batch_calls": 2,
+         "warmup": 1, "server_requests": 10, "server_batch_requests": 4,
+         "load_test_requests": 100}
 
 
 def load_texts(path, min_words, limit):
@@ -269,7 +274,7 @@ class ServerProcess:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tfnlp.serve", f"--model_dir={model_dir}",
              f"--model_name={name}", "--port=0", *flags],
-            cwd=REPOSITORY, stdout=self._log, stderr=subprocess.STDOUT,
+            cwd=REPOSITORY_ROOT, stdout=self._log, stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 180
         while True:
@@ -428,6 +433,38 @@ def benchmark_config(name, args, texts, vocab_file, plain):
     }
 
 
+def config_figures(result):
+    """One config's headline figures, at batch 1: the SavedModel call
+    against Keras, in-graph tokenization against Python's, and the server
+    against the SavedModel."""
+    config = result["config"]
+    rows = {row["path"]: row for row in result["rows"] if row["batch"] == 1}
+    text_call = rows["SM serving_default"]
+    figures = [
+        figure(f"{config}: SavedModel encode_ids call, batch 1, p50",
+               rows["SM encode_ids"]["p50_ms"], "ms", reference="eager Keras call",
+               reference_value=rows["keras eager"]["p50_ms"], goal=SAVED_MODEL_CALL_GOAL,
+               higher_is_better=False),
+        figure(f"{config}: SavedModel text call, batch 1, p50", text_call["p50_ms"], "ms",
+               reference="Python tokenization + SavedModel encode_ids",
+               reference_value=rows["py tok + SM encode_ids"]["p50_ms"],
+               higher_is_better=False),
+    ]
+    if "server b1 c1" in rows:  # Not with --skip_server.
+        latency = rows["server b1 c1"]
+        load_test = next(row for path, row in rows.items() if path.startswith("server load test"))
+        figures += [
+            figure(f"{config}: server request, batch 1, p50", latency["p50_ms"], "ms",
+                   reference="SavedModel text call", reference_value=text_call["p50_ms"],
+                   higher_is_better=False),
+            figure(f"{config}: server load test, {load_test['requests']:,} requests at "
+                   f"concurrency {load_test['concurrency']}", load_test["requests_per_second"],
+                   "requests/s", reference="SavedModel text calls one at a time",
+                   reference_value=text_call["examples_per_second"]),
+        ]
+    return figures
+
+
 def print_table(results, args):
     print(f"\nBERT encoders (random weights), sequence length {args.sequence_length}, "
           f"on {platform.processor() or platform.machine()} ({os.cpu_count()} cores), "
@@ -479,10 +516,14 @@ def main():
     parser.add_argument("--server_batch_timeout_micros", type=int, default=2000)
     parser.add_argument("--server_timeout_seconds", type=float, default=300.0)
     parser.add_argument("--skip_server", action="store_true")
+    parser.add_argument("--quick", action="store_true",
+                        help="A smoke run: " + ", ".join(f"--{k}={v}" for k, v in QUICK.items()))
     parser.add_argument("--output", default="benchmarks/results/serving.json")
     args = parser.parse_args()
+    if args.quick:
+        vars(args).update(QUICK)
 
-    vocab_file, input_file = resolve(args.vocab_file), resolve(args.input_file)
+    vocab_file, input_file = from_root(args.vocab_file), from_root(args.input_file)
     texts = load_texts(input_file, args.min_words, args.max_texts)
     plain = PlainBertTokenizer(vocab_file)
     started = time.perf_counter()
@@ -492,21 +533,18 @@ def main():
         results.append(benchmark_config(name, args, texts, vocab_file, plain))
     print_table(results, args)
 
-    output = resolve(args.output) if not os.path.isabs(args.output) else args.output
-    os.makedirs(os.path.dirname(output) or ".", exist_ok=True)
-    with open(output, "w", encoding="utf-8") as file:
-        json.dump({
-            "settings": {**vars(args), "texts": len(texts), "weights": "random"},
-            "machine": {
-                "platform": platform.platform(), "processor": platform.processor(),
-                "machine": platform.machine(), "cpu_count": os.cpu_count(),
-                "python": platform.python_version(), "tensorflow": tf.__version__,
-                "tensorflow_text": tensorflow_text.__version__, "keras": keras.__version__,
-            },
-            "total_seconds": round(time.perf_counter() - started, 1),
-            "results": results,
-        }, file, indent=2)
-    print(f"wrote {output} ({time.perf_counter() - started:.0f}s)")
+    write_report({
+        "settings": {**vars(args), "texts": len(texts), "weights": "random"},
+        "machine": {
+            "platform": platform.platform(), "processor": platform.processor(),
+            "machine": platform.machine(), "cpu_count": os.cpu_count(),
+            "python": platform.python_version(), "tensorflow": tf.__version__,
+            "tensorflow_text": tensorflow_text.__version__, "keras": keras.__version__,
+        },
+        "total_seconds": round(time.perf_counter() - started, 1),
+        "results": results,
+        FIGURES_KEY: [row for result in results for row in config_figures(result)],
+    }, args.output)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ short strings, with the limits and without them.
 
     python -m benchmarks.serving_memory [--config=tiny --sequence_length=128
         --load_test_requests=2000 --burst_requests=32 --concurrency=16]
+    python -m benchmarks.serving_memory --quick   # a smoke run: 100 requests, a burst of 4
 
 A random-weight `BertEncoder` of the `--config` preset is exported with its
 text signature (the bert-base-uncased vocabulary, `--sequence_length`
@@ -35,8 +36,12 @@ Phases, one after the other on each server:
 
 For each phase: requests, errors (answers other than the expected status:
 200, or 413 for the 16,000 strings with the limits), the phase's peak
-memory, and its ratio to the start. Prints a table and writes JSON (default
-benchmarks/results/serving_memory.json).
+memory, and its ratio to the start. Prints a table and writes JSON
+(`--output`, default benchmarks/results/serving_memory.json) whose
+"figures" are the peaks of the load test, the burst and the many strings
+with the limits against those without, and the errors.
+
+Reads the vocabulary and WikiText-2 (test) from ../shared/data.
 """
 
 import argparse
@@ -51,8 +56,8 @@ import time
 import keras
 import tensorflow as tf
 
-from benchmarks.reporting import write_report
-from benchmarks.serving import ServerProcess, load_texts, resolve
+from benchmarks.reporting import FIGURES_KEY, figure, from_root, write_report
+from benchmarks.serving import ServerProcess, load_texts
 from tfnlp.export import BertTextPreprocessor, export_saved_model
 from tfnlp.models import BertConfig, BertEncoder
 from tfnlp.serve.load_test import run_load_test
@@ -62,8 +67,10 @@ SERVERS = {
     "limits": [],
     "no limits": ["--max_batch_size=1000000", "--max_instances_per_request=1000000"],
 }
+REFERENCE = "the same server without limits"
 LARGEST_INSTANCES = 128
 MAX_STRING_BYTES = 2**16
+ISSUE_STRINGS = 16_000
 
 
 class MemorySampler:
@@ -113,6 +120,12 @@ def largest_request(texts):
     return json.dumps({"instances": [text] * LARGEST_INSTANCES})
 
 
+def many_strings(server, args):
+    """How many short strings the last phase sends to `server`: the issue's
+    16,000 with the limits (refused), fewer without (run as one batch)."""
+    return ISSUE_STRINGS if server == "limits" else args.unlimited_strings
+
+
 def measure_server(name, export_dir, texts, args):
     """The phases' rows for one server configuration."""
     server = ServerProcess(export_dir, "memory", os.path.join(export_dir, f"{name}.log"),
@@ -142,7 +155,7 @@ def measure_server(name, export_dir, texts, args):
         phase("load test", [json.dumps({"instances": [text]}) for text in texts[:64]],
               args.load_test_requests, args.concurrency)
         phase("burst", largest_request(texts), args.burst_requests, args.concurrency)
-        strings = 16_000 if name == "limits" else args.unlimited_strings
+        strings = many_strings(name, args)
         phase(f"{strings:,} strings", json.dumps({"instances": ["two words"] * strings}), 1, 1,
               expected_status=413 if name == "limits" else 200)
     finally:
@@ -152,6 +165,32 @@ def measure_server(name, export_dir, texts, args):
     for row in rows:
         row["ratio_to_start"] = round(row["peak_bytes"] / start, 2)
     return rows
+
+
+def peak_mib(rows, server, phase):
+    return next(row["peak_bytes"] for row in rows
+                if row["server"] == server and row["phase"] == phase) / 2**20
+
+
+def figures(rows, args):
+    """The headline figures: the server's peak memory with its limits
+    against without them, per phase, and the errors of both."""
+    limited, unlimited = many_strings("limits", args), many_strings("no limits", args)
+
+    def peak(label, phase, reference_phase, reference=REFERENCE):
+        return figure(f"peak memory, {label}", peak_mib(rows, "limits", phase), "MiB",
+                      reference=reference,
+                      reference_value=peak_mib(rows, "no limits", reference_phase),
+                      higher_is_better=False)
+
+    return [
+        peak(f"load test of {args.load_test_requests:,} requests", "load test", "load test"),
+        peak(f"burst of {args.burst_requests} largest requests", "burst", "burst"),
+        peak(f"one request of {limited:,} short strings", f"{limited:,} strings",
+             f"{unlimited:,} strings", reference=f"{REFERENCE}, on {unlimited:,} strings"),
+        figure("errors, both servers", sum(row["errors"] for row in rows), "answers",
+               higher_is_better=False),
+    ]
 
 
 def main(argv=None):
@@ -164,12 +203,18 @@ def main(argv=None):
     parser.add_argument("--unlimited_strings", type=int, default=2000)
     parser.add_argument("--vocab_file", default="../shared/data/vocab/bert-base-uncased-vocab.txt")
     parser.add_argument("--texts", default="../shared/data/mono/wikitext-2-test.txt")
+    parser.add_argument("--quick", action="store_true",
+                        help="A smoke run: 100 load-test requests, a burst of 4, concurrency "
+                             "4, 200 strings without limits.")
     parser.add_argument("--output", default="benchmarks/results/serving_memory.json")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.load_test_requests, args.burst_requests = 100, 4
+        args.concurrency, args.unlimited_strings = 4, 200
 
     keras.utils.set_random_seed(0)
-    texts = load_texts(resolve(args.texts), min_words=8, limit=2000)
-    tokenizer = BertTokenizer(resolve(args.vocab_file))
+    texts = load_texts(from_root(args.texts), min_words=8, limit=2000)
+    tokenizer = BertTokenizer(from_root(args.vocab_file))
     encoder = BertEncoder(BertConfig.preset(args.config, vocab_size=tokenizer.vocab_size))
     export_dir = tempfile.mkdtemp(prefix="serving-memory-")
     try:
@@ -188,6 +233,7 @@ def main(argv=None):
         "benchmark": "serving_memory",
         "settings": vars(args),
         "rows": rows,
+        FIGURES_KEY: figures(rows, args),
         "machine": {"python": platform.python_version(), "tensorflow": tf.__version__,
                     "cpus": os.cpu_count()},
     }, args.output)

@@ -4,13 +4,13 @@
         --throughput_batches=3 --rounds=3 --train_steps=0]
     python -m benchmarks.translation_serving --model_dir=RUN    # a trainer.translate run
     python -m benchmarks.translation_serving --export_dir=EXPORT[/VERSION] [--vocab_file=MODEL]
-    python -m benchmarks.translation_serving --quick    # a smoke run of about 20 s
+    python -m benchmarks.translation_serving --quick    # a smoke run of about 40 s
 
 What is measured: `tf.saved_model.load(version).signatures["serving_default"]
 (inputs=...)` (string sentences in, `translations` and `scores` out: the
 SentencePiece tokenization, the decoding and the detokenization all in the
 graph, no XLA), called in process on real Multi30k validation English
-sentences (`--sentences`, /work/shared/data/mt/val.en, 1,014 lines, 4 to 27
+sentences (`--sentences`, ../shared/data/mt/val.en, 1,014 lines, 4 to 27
 words, median 12), each call's outputs brought to numpy:
 
 - latency: batch 1, `--latency_calls` calls a round (the next sentence each
@@ -87,18 +87,18 @@ calls. One call of every case (on a batch not timed) warms it up first.
 
 Prints a table and writes JSON (default
 benchmarks/results/translation_serving.json; not with --quick unless
---output is given) with the settings, the machine, the export and every
-call's time. Relative paths are resolved from the repository root.
+--output is given) with the settings, the machine, the export, every
+call's time and the headline figures: the text signature's mean latency at
+batch 1 and throughput at `--batch_size`, the first export's (greedy)
+against its `translate_ids` signature and the beam export's against the
+greedy export's. Relative paths are resolved from the repository root.
 """
 
 import argparse
 import glob
-import json
 import os
 import platform
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 
@@ -107,6 +107,14 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the text signature's SentencepieceOp)
 
+from benchmarks.reporting import FIGURES_KEY, figure, from_root, write_report
+from benchmarks.translation_inputs import (
+    SENTENCEPIECE_MODEL,
+    SHARD_PATTERN,
+    VALIDATION_SOURCE,
+    add_data_flags,
+    make_shards,
+)
 from tfnlp.data.translation_schema import EOS_ID, PAD_ID
 from tfnlp.losses import label_smoothed_cross_entropy
 from tfnlp.models.seq2seq import PRESETS, TransformerSeq2Seq
@@ -118,31 +126,12 @@ from tfnlp.models.seq2seq.generation import (
 from tfnlp.text import SentencePieceTokenizer
 from trainer.translation_models import export_translation_model
 
-REPOSITORY_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SENTENCEPIECE_MODEL = "sentencepiece.model"
-
-
-def from_root(path):
-    return path if os.path.isabs(path) else os.path.normpath(os.path.join(REPOSITORY_ROOT, path))
-
-
 def read_lines(path):
     with open(path, encoding="utf-8") as file:
         return [line.strip() for line in file if line.strip()]
 
 
 # === Making an export ===
-
-
-def make_shards(flags, directory):
-    """Runs the translation pipeline on the training text (about 10 s)."""
-    command = [sys.executable, "-m", "pipelines.translation_data",
-               f"--source_file={from_root(flags.source_file)}",
-               f"--target_file={from_root(flags.target_file)}",
-               f"--output_dir={directory}", "--shared_vocab"]
-    subprocess.run(command, check=True, cwd=REPOSITORY_ROOT, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
-    return directory
 
 
 def train(model, files, flags):
@@ -185,9 +174,9 @@ def trained_here(flags, work_dir):
     """A `TransformerSeq2Seq` trained `--train_steps` steps here, its
     SentencePiece model and a description."""
     data_dir = from_root(flags.data_dir) if flags.data_dir else make_shards(
-        flags, os.path.join(work_dir, "data"))
+        os.path.join(work_dir, "data"), flags.source_file, flags.target_file)
     vocab_file = os.path.join(data_dir, SENTENCEPIECE_MODEL)
-    files = sorted(glob.glob(os.path.join(data_dir, "translation-*")))
+    files = sorted(glob.glob(os.path.join(data_dir, SHARD_PATTERN)))
     # Seeded first: tf.random.set_seed in eager mode drops the resources of
     # tokenizers made before it (SentencepieceOp "does not exist" afterwards).
     keras.utils.set_random_seed(0)
@@ -339,6 +328,46 @@ def summary(seconds, batch_size):
     }
 
 
+def find_row(rows, export, batch_size, signature):
+    """The row of one export, batch size and signature, or None."""
+    for row in rows:
+        if (row["export"], row["batch_size"], row["signature"]) == (export, batch_size, signature):
+            return row
+    return None
+
+
+def figures(rows):
+    """The text signature's batch-1 latency and batched throughput: the
+    first export's against its `translate_ids` signature (the cost of the
+    text ops in the graph), the beam export's against the greedy export."""
+    first_export = rows[0]["export"]
+    result = []
+    for row in rows:
+        if row["signature"] != "serving_default":
+            continue
+        if row["export"] == first_export:
+            reference = find_row(rows, first_export, row["batch_size"], "translate_ids")
+            reference_name = "translate_ids signature (ids in and out, tokenized outside)"
+        else:
+            reference = find_row(rows, first_export, row["batch_size"], "serving_default")
+            reference_name = f"the {first_export} export's serving_default"
+        result.append(call_figure(row, reference, reference_name if reference else None))
+    return result
+
+
+def call_figure(row, reference, reference_name):
+    """A batch-1 row as its mean latency, a batched one as its throughput."""
+    name = f"{row['export']} {row['signature']}"
+    if row["batch_size"] == 1:
+        return figure(f"{name} latency, batch 1", row["mean_ms"], "ms",
+                      reference=reference_name,
+                      reference_value=reference["mean_ms"] if reference else None,
+                      higher_is_better=False)
+    return figure(f"{name} throughput, batch {row['batch_size']}",
+                  row["sentences_per_second"], "sentences/s", reference=reference_name,
+                  reference_value=reference["sentences_per_second"] if reference else None)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--export_dir", default=None,
@@ -347,16 +376,12 @@ def main(argv=None):
     parser.add_argument("--model_dir", default=None,
                         help="a trainer.translate run: export its model (best, else latest "
                              "checkpoint) greedy and with beam search, instead of training here")
-    parser.add_argument("--sentences", default="/work/shared/data/mt/val.en")
+    parser.add_argument("--sentences", default=VALIDATION_SOURCE)
     parser.add_argument("--vocab_file", default=None,
                         help="with --export_dir: its SentencePiece model (the run's "
                              "serving.json names it), for the translate_ids reference; "
                              "without it only serving_default is measured")
-    parser.add_argument("--data_dir", default=None,
-                        help="output of pipelines.translation_data --shared_vocab "
-                             "(default: run it into a temporary directory)")
-    parser.add_argument("--source_file", default="/work/shared/data/mt/train.en")
-    parser.add_argument("--target_file", default="/work/shared/data/mt/train.de")
+    add_data_flags(parser)
     parser.add_argument("--preset", default="tiny", choices=sorted(PRESETS))
     parser.add_argument("--num_layers", type=int, default=0,
                         help="encoder and decoder blocks each (0: the preset's)")
@@ -379,7 +404,7 @@ def main(argv=None):
     parser.add_argument("--keep_export", default=None,
                         help="copy the export made here to this directory")
     parser.add_argument("--quick", action="store_true",
-                        help="a smoke run: 1 + 1 blocks, 10 train steps, few calls")
+                        help="a smoke run: 1 + 1 blocks, batch 8, few calls")
     parser.add_argument("--output", default=None,
                         help="the JSON file (default benchmarks/results/translation_serving.json;"
                              " none with --quick)")
@@ -457,18 +482,11 @@ def benchmark(flags, versions, vocab_file, description):
                 row["same_scores"] = bool(np.allclose(text_scores, ids_scores, atol=1e-4))
             rows.append(row)
 
-    def find(export, batch_size, signature):
-        for row in rows:
-            if (row["export"], row["batch_size"], row["signature"]) == (export, batch_size,
-                                                                        signature):
-                return row
-        return None
-
     for row in rows:
-        ids = find(row["export"], row["batch_size"], "translate_ids")
+        ids = find_row(rows, row["export"], row["batch_size"], "translate_ids")
         if row["signature"] == "serving_default" and ids:
             row["text_over_ids"] = row["mean_ms"] / ids["mean_ms"]
-        greedy = find("greedy", row["batch_size"], row["signature"])
+        greedy = find_row(rows, "greedy", row["batch_size"], row["signature"])
         if greedy and row["export"] != "greedy":
             row["beam_over_greedy"] = row["mean_ms"] / greedy["mean_ms"]
 
@@ -513,13 +531,10 @@ def benchmark(flags, versions, vocab_file, description):
     report = {"settings": vars(flags), "machine": {"description": machine,
                                                   "python": platform.python_version(),
                                                   "cpus": os.cpu_count()},
-              "export": dict(description, versions=meta), "results": rows}
+              "export": dict(description, versions=meta), "results": rows,
+              FIGURES_KEY: figures(rows)}
     if flags.output:
-        output = from_root(flags.output)
-        os.makedirs(os.path.dirname(output), exist_ok=True)
-        with open(output, "w", encoding="utf-8") as file:
-            json.dump(report, file, indent=2)
-        print(f"wrote {output}")
+        write_report(report, flags.output)
     return report
 
 

@@ -34,9 +34,10 @@ rounds; 0 skips them). With `KERAS_BACKEND=jax` the same loss runs through
 no non-XLA case on JAX).
 
 The batches are real Multi30k En-De pairs: the shards of `python -m
-pipelines.translation_data --source_file=/work/shared/data/mt/train.en
---target_file=/work/shared/data/mt/train.de --shared_vocab` (`--data_dir`;
-without it the pipeline runs into a temporary directory first, about 10 s)
+pipelines.translation_data --source_file=../shared/data/mt/train.en
+--target_file=../shared/data/mt/train.de --shared_vocab` (`--data_dir`;
+without it the pipeline runs into a temporary directory first, about 10 s;
+see `benchmarks.translation_inputs`)
 read by `tfnlp.data.translation_dataset` (a budget of
 `--max_tokens_per_batch` = 4096 padded positions per side, length buckets
 padded to the bucket length, max length 128, shuffled with seed 1). One
@@ -98,10 +99,6 @@ import glob
 import math
 import os
 import platform
-import shutil
-import subprocess
-import sys
-import tempfile
 import time
 
 import keras
@@ -109,7 +106,8 @@ import keras_hub
 import numpy as np
 from keras import ops
 
-from benchmarks.reporting import REPOSITORY_ROOT, from_root, write_report
+from benchmarks.reporting import FIGURES_KEY, figure, write_report
+from benchmarks.translation_inputs import SHARD_PATTERN, add_data_flags, shards_directory
 from tfnlp.losses import label_smoothed_cross_entropy
 from tfnlp.models.seq2seq import PRESETS, TransformerSeq2Seq
 from tfnlp.models.seq2seq.generation import (
@@ -118,7 +116,8 @@ from tfnlp.models.seq2seq.generation import (
     decoder_inputs,
 )
 
-SPEED_GOAL = 1.25
+SPEED_GOAL = 1.25  # under XLA (jax.jit on JAX); none without XLA
+REFERENCE_NAME = "keras-hub TransformerEncoder/TransformerDecoder"
 DATA_SEED = 1
 
 
@@ -274,24 +273,12 @@ def trainers(models, flags, jit_compile):
 # === Data ===
 
 
-def make_shards(flags, directory):
-    """Runs the translation pipeline on the training text (about 10 s)."""
-    command = [sys.executable, "-m", "pipelines.translation_data",
-               f"--source_file={from_root(flags.source_file)}",
-               f"--target_file={from_root(flags.target_file)}",
-               f"--output_dir={directory}", "--shared_vocab",
-               f"--vocab_size={flags.vocabulary_size}"]
-    subprocess.run(command, check=True, cwd=REPOSITORY_ROOT, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
-    return directory
-
-
 def select_batches(data_dir, flags):
     """The first `batches_per_bucket` batches of the `buckets` most frequent
     shapes of one shuffled epoch, and statistics of the epoch."""
     from tfnlp.data import translation_dataset
 
-    files = sorted(glob.glob(os.path.join(data_dir, "translation-*")))
+    files = sorted(glob.glob(os.path.join(data_dir, SHARD_PATTERN)))
     if not files:
         raise FileNotFoundError(f"No translation-* shards in {data_dir}.")
     dataset = translation_dataset(files, max_tokens_per_batch=flags.max_tokens_per_batch,
@@ -324,10 +311,7 @@ def select_batches(data_dir, flags):
 
 def add_data_and_timing_flags(parser, eager_rounds):
     """The flags of the batches (`load_batches`), the loss and the timing."""
-    parser.add_argument("--data_dir", default=None,
-                        help="shards of pipelines.translation_data (default: make them)")
-    parser.add_argument("--source_file", default="/work/shared/data/mt/train.en")
-    parser.add_argument("--target_file", default="/work/shared/data/mt/train.de")
+    add_data_flags(parser)
     parser.add_argument("--vocabulary_size", type=int, default=8000)
     parser.add_argument("--label_smoothing", type=float, default=0.1)
     parser.add_argument("--max_tokens_per_batch", type=int, default=4096)
@@ -344,17 +328,11 @@ def add_data_and_timing_flags(parser, eager_rounds):
 def load_batches(flags):
     """`select_batches` from `--data_dir`, or from shards made in a temporary
     directory; with the real tokens and positions of the chosen batches."""
-    temporary = None
     started = time.perf_counter()
-    try:
-        data_dir = flags.data_dir and from_root(flags.data_dir)
-        if not data_dir:
-            temporary = tempfile.mkdtemp(prefix="translation_training_")
-            data_dir = make_shards(flags, temporary)
+    with shards_directory(flags.data_dir, flags.source_file, flags.target_file,
+                          vocab_size=flags.vocabulary_size,
+                          prefix="translation_training_") as data_dir:
         batches, epoch = select_batches(data_dir, flags)
-    finally:
-        if temporary:
-            shutil.rmtree(temporary, ignore_errors=True)
     return {"batches": batches, "epoch": epoch, "seconds": time.perf_counter() - started,
             "tokens": sum(real_tokens(batch) for batch in batches),
             "positions": sum(batch["inputs"].size + batch["targets"].size for batch in batches)}
@@ -431,6 +409,27 @@ def summarise(times, warmup, tokens, positions, reference="keras_hub"):
     rows["cpu_ratio"] = (rows["tfnlp"]["tokens_per_cpu_second"]
                          / rows[reference]["tokens_per_cpu_second"])
     return rows
+
+
+def speed_figures(rows, case, reference, reference_name, goal, subject=""):
+    """The report's figures of one case of `summarise`: tfnlp's real tokens/s
+    against `reference`'s, by wall clock and by CPU time."""
+    return [
+        figure(f"{subject}training real tokens/s, {case}", rows["tfnlp"]["tokens_per_second"],
+               "tokens/s", reference=reference_name,
+               reference_value=rows[reference]["tokens_per_second"], goal=goal),
+        figure(f"{subject}training real tokens per CPU second, {case}",
+               rows["tfnlp"]["tokens_per_cpu_second"], "tokens/CPU-s",
+               reference=reference_name,
+               reference_value=rows[reference]["tokens_per_cpu_second"], goal=goal),
+    ]
+
+
+def figures(results, main_case):
+    """tfnlp's training tokens/s against keras-hub's in every case, with the
+    goal on `main_case` (XLA, or jax.jit)."""
+    return [row for case, rows in results.items() for row in speed_figures(
+        rows, case, "keras_hub", REFERENCE_NAME, SPEED_GOAL if case == main_case else None)]
 
 
 def main(argv=None):
@@ -520,6 +519,7 @@ def main(argv=None):
         "results": results,
         "ratio": {"value": main_ratio, "cpu_time_value": cpu_ratio, "goal": SPEED_GOAL,
                   "met": main_ratio >= SPEED_GOAL},
+        FIGURES_KEY: figures(results, cases[0][0]),
     }
     write_report(report, flags.output)
     return results

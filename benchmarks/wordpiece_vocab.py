@@ -31,15 +31,17 @@ BasicTokenizer's split on whitespace, punctuation and CJK, as the Beam job
 counts them). It also lists the words that become [UNK] most often, the
 characters of the corpus that each vocabulary lacks (alone or as a "##"
 continuation) and how much the two vocabularies overlap. Prints a table and
-writes JSON (default benchmarks/results/wordpiece_vocab.json). Ratio =
-tfnlp seconds / keras_hub seconds (below 1 means tfnlp is faster). Relative
-`--input_file` paths are resolved from the repository root.
+writes JSON (`--output`, default benchmarks/results/wordpiece_vocab.json)
+whose "figures" are tfnlp's seconds, [UNK] share and pieces per word against
+keras_hub's. Ratio = tfnlp / keras_hub (below 1 means tfnlp is faster, or
+has fewer [UNK] or pieces). Relative `--input_file` and `--output` paths are
+resolved from the repository root. With the defaults it runs in about two
+and a half minutes on 2 cores, with `--vocab_size=2000` in about 75 seconds.
 """
 
 import argparse
 import collections
 import functools
-import json
 import logging
 import os
 import platform
@@ -55,18 +57,14 @@ from tensorflow_text.tools.wordpiece_vocab import (
     wordpiece_tokenizer_learner_lib as learner_lib,
 )
 
+from benchmarks.reporting import FIGURES_KEY, figure, from_root, write_report
 from pipelines import wordpiece_vocab
 from tfnlp.text import normalization
 from tfnlp.text.bert_tokenizer import BertTokenizer
 from tfnlp.text.vocabulary import SPECIAL_TOKENS, load_vocabulary
 
-REPOSITORY_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STRINGS = tf.TensorSpec([None], tf.string)
 METHODS = ("keras_hub compute_word_piece_vocabulary", "tfnlp Beam wordpiece_vocab")
-
-
-def from_root(path):
-    return path if os.path.isabs(path) else os.path.normpath(os.path.join(REPOSITORY_ROOT, path))
 
 
 def read_lines(path):
@@ -217,6 +215,22 @@ def measure(vocab_file, lower_case, lines, word_counts, batch_size, examples):
     }
 
 
+def headline_figures(keras_row, tfnlp_row):
+    """tfnlp's seconds, [UNK] share and pieces per word against keras_hub's
+    (all lower is better)."""
+    reference = f"keras-hub {keras_hub.__version__} compute_word_piece_vocabulary"
+    return [
+        figure("vocabulary learning seconds", tfnlp_row["seconds"], "s", reference=reference,
+               reference_value=keras_row["seconds"], higher_is_better=False),
+        figure("[UNK] share of the corpus's word pieces", 100 * tfnlp_row["unk_share"], "%",
+               reference=reference, reference_value=100 * keras_row["unk_share"],
+               higher_is_better=False),
+        figure("word pieces per word", tfnlp_row["pieces_per_word"], "pieces/word",
+               reference=reference, reference_value=keras_row["pieces_per_word"],
+               higher_is_better=False),
+    ]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--input_file", default="../shared/data/mono/wikitext-2-test.txt")
@@ -330,11 +344,9 @@ def main():
                            "distinct_words": len(word_counts),
                            "reserved_tokens": list(SPECIAL_TOKENS),
                            "tfnlp_runner": "default (FnApiRunner, in-process)"},
-              "machine": machine, "results": rows, "comparison": comparison}
-    os.makedirs(os.path.dirname(args.output) or ".", exist_ok=True)
-    with open(args.output, "w", encoding="utf-8") as file:
-        json.dump(result, file, indent=2, ensure_ascii=False)
-    print(f"wrote {args.output}")
+              "machine": machine, "results": rows, "comparison": comparison,
+              FIGURES_KEY: headline_figures(keras_row, tfnlp_row)}
+    write_report(result, args.output)
 
 
 if __name__ == "__main__":
