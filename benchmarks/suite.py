@@ -123,16 +123,16 @@ BENCHMARKS = {benchmark.name: benchmark for benchmark in (
               quick_flags=("--quick",), minutes=0.5, needs_data=False),
     Benchmark("rnn_attention_variants",
               "an RNN attention variant against none, for the same short training budget",
-              hour_flags=("--attentions=none,luong_general", "--train_steps=300",
-                          "--eval_pairs=200", "--", "--warmup_steps=50",
-                          "--learning_rate=3e-3", "--log_every_steps=25", "--beam_size=1"),
-              quick_flags=("--quick",), minutes=6),
+              hour_flags=("--attentions=none,luong_general", "--train_steps=1200",
+                          "--eval_pairs=500", "--", "--warmup_steps=200",
+                          "--learning_rate=3e-3", "--log_every_steps=100", "--beam_size=1"),
+              quick_flags=("--quick",), minutes=12),
     Benchmark("book_classification",
               "which book a sentence is from: BERT fine-tuned with and without pretraining, "
               "and bag-of-words baselines",
-              hour_flags=("--pretrain_steps=500",),
+              hour_flags=("--pretrain_steps=2000",),
               quick_flags=("--pretrain_steps=20", "--train_per_book=50", "--test_per_book=25",
-                           "--epochs=1"), minutes=6),
+                           "--epochs=1"), minutes=12),
     Benchmark("fuzz_tokenizers", "tokenizers against the original on random text",
               hour_flags=("--max_examples=2000", "--hostile_max_examples=200"),
               quick_flags=("--max_examples=200", "--hostile_max_examples=20"), minutes=3.5,
@@ -265,9 +265,13 @@ def figures_table(figures):
     for row in figures:
         reference = ""
         if row.get("reference"):
-            reference = f"{format_number(row.get('reference_value'))} ({row['reference']})"
+            reference = (f"{format_number(row.get('reference_value'))} {row['unit']} "
+                         f"({row['reference']})")
         ratio = "" if row.get("ratio") is None else f"{format_number(row['ratio'])}×"
-        lines.append(f"| {row['name']} | {format_number(row['value'])} {row['unit']} | "
+        name = row["name"]
+        if not row.get("higher_is_better", True):
+            name += " (lower is better)"
+        lines.append(f"| {name} | {format_number(row['value'])} {row['unit']} | "
                      f"{reference} | {ratio} | {goal_cell(row)} |")
     return "\n".join(lines)
 

@@ -42,7 +42,7 @@ def outcome(name, value, reference_value, status="ran", detail=""):
 def test_a_section_shows_each_figure_its_reference_ratio_goal_and_command():
     section = suite.results_section(outcome("decoding", 3000.0, 1000.0), WHEN, MACHINE, COMMIT)
     assert "## decoding" in section
-    assert "| speed | 3,000 items/s | 1,000 (the original) | 3× | ≥ 2× met |" in section
+    assert "| speed | 3,000 items/s | 1,000 items/s (the original) | 3× | ≥ 2× met |" in section
     assert "`python -m benchmarks decoding`" in section
     assert WHEN in section and MACHINE in section and COMMIT in section
     missed = suite.results_section(outcome("decoding", 1500.0, 1000.0), WHEN, MACHINE, COMMIT)
@@ -122,3 +122,12 @@ def test_a_quick_run_writes_the_benchmark_section_with_its_figures(tmp_path):
     assert "| MultiHeadAttention" in text and "keras.layers.MultiHeadAttention" in text
     assert (tmp_path / "reports" / "attention_layers.json").is_file()
     assert (tmp_path / "reports" / "logs" / "attention_layers.log").is_file()
+
+
+def test_a_figure_where_lower_is_better_says_so():
+    report = {"figures": [figure("latency", 5.0, "ms", reference="Keras", reference_value=10.0,
+                                 higher_is_better=False)]}
+    section = suite.results_section(
+        suite.Outcome(suite.BENCHMARKS["serving"], "hour", "ran", 1.0, report),
+        WHEN, MACHINE, COMMIT)
+    assert "| latency (lower is better) | 5 ms | 10 ms (Keras) | 0.5× |  |" in section
