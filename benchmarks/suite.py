@@ -49,7 +49,8 @@ class Benchmark:
         summary: what it measures against what, one line.
         hour_flags: the flags of its run in the hour-long suite.
         quick_flags: the flags of a smoke run.
-        minutes: about how long the hour-size run takes on 2 CPU cores.
+        minutes: about how long the hour-size run takes on 2 CPU cores
+            (measured on the machine of RESULTS.md, rounded up).
         needs_data: whether it reads the shared real data (`DATA_DIR`).
     """
 
@@ -81,30 +82,30 @@ BENCHMARKS = {benchmark.name: benchmark for benchmark in (
     Benchmark("wordpiece_vocab",
               "WordPiece vocabulary job (Beam) against keras-hub's "
               "compute_word_piece_vocabulary",
-              quick_flags=("--vocab_size=2000",), minutes=3),
+              quick_flags=("--vocab_size=2000",), minutes=1),
     Benchmark("pretraining_data",
               "BERT pretraining-data job (Beam) against the original create_pretraining_data, "
               "on 4 copies of 16 books",
-              hour_flags=("--scale=4",), minutes=2),
+              hour_flags=("--scale=4",), minutes=1.5),
     Benchmark("tokenizer_throughput",
               "BertTokenizer against tensorflow-text's and Hugging Face's",
               hour_flags=("--breakdown",), minutes=0.5),
     Benchmark("bert_pretraining_throughput",
               "BERT pretraining steps against keras-hub's BertMaskedLM",
-              hour_flags=("--steps=50",), quick_flags=("--quick",), minutes=2,
+              hour_flags=("--steps=50",), quick_flags=("--quick",), minutes=1.5,
               needs_data=False),
     Benchmark("attention_layers",
               "attention layers against keras.layers.MultiHeadAttention and keras-hub",
-              quick_flags=("--quick",), minutes=2, needs_data=False),
+              quick_flags=("--quick",), minutes=1, needs_data=False),
     Benchmark("decoding",
               "beam search against keras-hub's BeamSampler, cached against uncached greedy",
-              quick_flags=("--quick",), minutes=1, needs_data=False),
+              quick_flags=("--quick",), minutes=0.5, needs_data=False),
     Benchmark("serving",
               "serving latency and throughput against Keras calls and Python tokenization",
-              quick_flags=("--quick",), minutes=4),
+              quick_flags=("--quick",), minutes=1.5),
     Benchmark("serving_memory",
               "the REST server's peak memory under load, with and without its limits",
-              quick_flags=("--quick",), minutes=4),
+              quick_flags=("--quick",), minutes=1.5),
     Benchmark("translation_batching",
               "token-budget translation batches against plain batching, on Multi30k",
               minutes=0.5),
@@ -113,12 +114,12 @@ BENCHMARKS = {benchmark.name: benchmark for benchmark in (
               "layers", quick_flags=("--quick",), minutes=2),
     Benchmark("translation_serving",
               "exported translation model: text signatures against ids, beam against greedy",
-              quick_flags=("--quick",), minutes=3),
+              quick_flags=("--quick",), minutes=1.5),
     Benchmark("rnn_translation_training",
               "RNNSeq2Seq training against the same model from Keras layers",
               hour_flags=("--attentions=luong_general,luong_concat,bahdanau,"
                           "bahdanau_normalized",),
-              quick_flags=("--quick",), minutes=5),
+              quick_flags=("--quick",), minutes=3),
     Benchmark("rnn_beam_search", "RNN beam search under XLA against a Python loop",
               quick_flags=("--quick",), minutes=0.5, needs_data=False),
     Benchmark("rnn_attention_variants",
@@ -130,20 +131,20 @@ BENCHMARKS = {benchmark.name: benchmark for benchmark in (
                           "--learning_rate=2e-3", "--warmup_steps=400", "--clip_norm=5",
                           "--jit_compile", "--max_tokens_per_batch=2048",
                           "--log_every_steps=100", "--beam_size=1"),
-              quick_flags=("--quick",), minutes=10),
+              quick_flags=("--quick",), minutes=22),
     Benchmark("book_classification",
               "which book a sentence is from: BERT fine-tuned with and without pretraining, "
               "and bag-of-words baselines",
               hour_flags=("--pretrain_steps=2000",),
               quick_flags=("--pretrain_steps=20", "--train_per_book=50", "--test_per_book=25",
-                           "--epochs=1"), minutes=12),
+                           "--epochs=1"), minutes=6.5),
     Benchmark("fuzz_tokenizers", "tokenizers against the original on random text",
               hour_flags=("--max_examples=2000", "--hostile_max_examples=200"),
-              quick_flags=("--max_examples=200", "--hostile_max_examples=20"), minutes=3.5,
+              quick_flags=("--max_examples=200", "--hostile_max_examples=20"), minutes=1,
               needs_data=False),
     Benchmark("fuzz_rest_api", "the REST server on random requests",
               hour_flags=("--max_examples=15000", "--http_max_examples=1500"),
-              quick_flags=("--max_examples=200", "--http_max_examples=20"), minutes=4,
+              quick_flags=("--max_examples=200", "--http_max_examples=20"), minutes=2,
               needs_data=False),
 )}
 
