@@ -74,6 +74,20 @@ def test_the_command_line_overrides_the_file_wherever_it_stands(arguments, tmp_p
                                    input_format="jsonl")
 
 
+def test_the_command_line_overrides_the_file_within_an_exclusive_group(tmp_path, capsys):
+    """A run's `model_dir` in the file, `--export_dir` on the command line:
+    the export is translated, as the command line asks."""
+    from trainer import translate_text
+    path = write(tmp_path, "run.yaml", "model_dir: run/\nbatch_size: 8\n")
+    flags = translate_text.parse_flags([f"--config_file={path}", "--export_dir=export/"])
+    assert (flags.export_dir, flags.model_dir, flags.batch_size) == ("export/", None, 8)
+    assert translate_text.parse_flags([f"--config_file={path}"]).model_dir == "run/"
+    both = write(tmp_path, "both.yaml", "model_dir: run/\nexport_dir: export/\n")
+    with pytest.raises(SystemExit):  # Both in the file: still a usage error.
+        translate_text.parse_flags([f"--config_file={both}"])
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
 def test_a_required_flag_may_come_from_the_file(tmp_path, capsys):
     path = write(tmp_path, "run.yaml", "input_file: corpus.txt\n")
     assert example_parser().parse_args([f"--config_file={path}"]).input_file == "corpus.txt"

@@ -175,12 +175,29 @@ class ArgumentParser(argparse.ArgumentParser):
         arguments = list(sys.argv[1:] if args is None else args)
         self.config_files_given = config_file_paths(arguments)
         if self.config_files_given:
-            arguments = [*self.config_file_arguments(self.config_files_given[-1]), *arguments]
+            from_file = self.config_file_arguments(
+                self.config_files_given[-1], skip=self._overridden_flags(arguments))
+            arguments = [*from_file, *arguments]
         return super().parse_known_args(arguments, namespace)
 
-    def config_file_arguments(self, path):
+    def _overridden_flags(self, command_line):
+        """The flags of a mutually exclusive group (`--model_dir` or
+        `--export_dir`) whose other member the command line gives: the
+        command line overrides the config file there too."""
+        given = {argument.split("=", 1)[0] for argument in command_line
+                 if argument.startswith("--")}
+        overridden = set()
+        for group in self._mutually_exclusive_groups:
+            options = {option for action in group._group_actions
+                       for option in action.option_strings}
+            if given & options:
+                overridden |= options - given
+        return overridden
+
+    def config_file_arguments(self, path, skip=()):
         """The command-line arguments that the config file `path` stands for
-        (`["--vocab_size=30000", ...]`), each value checked by its flag.
+        (`["--vocab_size=30000", ...]`), each value checked by its flag,
+        less the flags in `skip` ("--model_dir").
 
         Raises:
             UsageError: as `parse_known_args`.
@@ -191,7 +208,8 @@ class ArgumentParser(argparse.ArgumentParser):
             action = flags.get(name)
             if action is None:
                 raise UsageError(_unknown_key_message(name, path, flags, self.prog))
-            arguments.extend(_config_value_arguments(action, name, value, path))
+            if f"--{name}" not in skip:
+                arguments.extend(_config_value_arguments(action, name, value, path))
         return arguments
 
     def config_file_flags(self):
