@@ -23,7 +23,7 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
-from benchmarks.reporting import FIGURES_KEY, figure, write_report
+from benchmarks.reporting import FIGURES_KEY, time_figures, write_report
 from tfnlp import layers
 
 
@@ -65,17 +65,6 @@ def cases(hidden, heads):
          layers.TransformerDecoderBlock(heads, 4 * hidden, dropout=0.0),
          "keras-hub TransformerDecoder",
          keras_hub.layers.TransformerDecoder(4 * hidden, heads, dropout=0.0), decoder),
-    ]
-
-
-def figures(rows):
-    """The headline figures: each layer's forward+backward time against its
-    reference's."""
-    return [
-        figure(f"{row['layer']} forward+backward", row["tfnlp_ms"], "ms",
-               reference=row["reference"], reference_value=row["reference_ms"],
-               higher_is_better=False)
-        for row in rows
     ]
 
 
@@ -132,7 +121,8 @@ def main():
     for row in rows:
         print(f"{row['layer']:36} {row['tfnlp_ms']:9.2f} {row['reference_ms']:13.2f} "
               f"{row['ratio']:7.3f} {row['max_output_difference']:11.2e}")
-    write_report({"settings": vars(args), "results": rows, FIGURES_KEY: figures(rows)},
+    figures = time_figures(rows, lambda row: f"{row['layer']} forward+backward")
+    write_report({"settings": vars(args), "results": rows, FIGURES_KEY: figures},
                  args.output)
 
 

@@ -36,7 +36,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from benchmarks.reporting import FIGURES_KEY, figure, write_report
+from benchmarks.reporting import FIGURES_KEY, time_figures, write_report
 from tfnlp import decoding, layers
 
 
@@ -137,17 +137,6 @@ def compare(name, reference_name, ours, reference, inputs, repeats, rounds):
             "reference_ms": reference_ms, "speedup": round(reference_ms / ours_ms, 2)}
 
 
-def figures(rows):
-    """The headline figures: each case's time per decode against its
-    reference's."""
-    return [
-        figure(f"{row['case']} time per decode", row["tfnlp_ms"], "ms",
-               reference=row["reference"], reference_value=row["reference_ms"],
-               higher_is_better=False)
-        for row in rows
-    ]
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch_size", type=int, default=4)
@@ -222,7 +211,8 @@ def main():
               f"{row['speedup']:9.2f} {str(row['same_best_ids']):>9}  {row['reference']}")
     if args.output is None:
         return
-    write_report({"settings": vars(args), "results": rows, FIGURES_KEY: figures(rows)},
+    figures = time_figures(rows, lambda row: f"{row['case']} time per decode")
+    write_report({"settings": vars(args), "results": rows, FIGURES_KEY: figures},
                  args.output)
 
 

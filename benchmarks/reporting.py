@@ -67,6 +67,15 @@ def figure(name, value, unit, reference=None, reference_value=None, goal=None,
     }
 
 
+def time_figures(rows, name):
+    """One lower-is-better figure in ms per row of a timing table, each row
+    holding "tfnlp_ms", "reference" and "reference_ms"; `name(row)` names
+    the figure."""
+    return [figure(name(row), row["tfnlp_ms"], "ms", reference=row["reference"],
+                   reference_value=row["reference_ms"], higher_is_better=False)
+            for row in rows]
+
+
 def write_report(report, output):
     """Writes `report` as indented JSON to `output` (from the repository
     root), creating its folder, and says where."""

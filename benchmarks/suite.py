@@ -64,13 +64,16 @@ class Benchmark:
     def flags(self, size):
         return self.hour_flags if size == "hour" else self.quick_flags
 
+    def module_command(self, size):
+        """`python -m benchmarks.NAME FLAGS` at `size`, as words."""
+        return ["python", "-m", f"benchmarks.{self.name}", *self.flags(size)]
+
     def command(self, size, output):
         """The command line that runs it at `size`, writing its report to
         `output` (before a `--`, after which flags are passed on)."""
-        flags = list(self.flags(size))
-        end = flags.index("--") if "--" in flags else len(flags)
-        return [sys.executable, "-m", f"benchmarks.{self.name}", *flags[:end],
-                f"--output={output}", *flags[end:]]
+        words = [sys.executable, *self.module_command(size)[1:]]
+        end = words.index("--") if "--" in words else len(words)
+        return [*words[:end], f"--output={output}", *words[end:]]
 
     def reproduce_line(self, size):
         """The command a reader types to measure it again."""
@@ -285,19 +288,20 @@ def results_section(outcome, when, machine, commit):
     """The RESULTS.md section of one `Outcome`, between its markers."""
     benchmark = outcome.benchmark
     size = "" if outcome.size == "hour" else " (quick size: a smoke run, not a measurement)"
+    module_command = " ".join(benchmark.module_command(outcome.size))
     lines = [SECTION_START.format(name=benchmark.name), f"## {benchmark.name}", "",
              f"{benchmark.summary}.", "",
              f"Measured {when}{size} at commit {commit}, on {machine}. "
              f"Reproduce: `{benchmark.reproduce_line(outcome.size)}` (runs "
-             f"`{' '.join(['python -m', 'benchmarks.' + benchmark.name, *benchmark.flags(outcome.size)])}`"
-             f"; {outcome.seconds:,.0f} s here).", ""]
-    if outcome.report and FIGURES_KEY in outcome.report:
+             f"`{module_command}`; {outcome.seconds:,.0f} s here).", ""]
+    figures = (outcome.report or {}).get(FIGURES_KEY)
+    if figures is not None:
         # A fuzzing run that found a failure still reports what it checked.
-        lines.append(figures_table(outcome.report[FIGURES_KEY]))
+        lines.append(figures_table(figures))
     if outcome.status == "skipped":
         lines.append(f"Skipped: {outcome.detail}.")
     elif outcome.status == "failed":
-        if outcome.report and FIGURES_KEY in outcome.report:
+        if figures is not None:
             lines.append("")
         lines += [f"**Failed**: {outcome.detail.splitlines()[0]}", "", "```",
                   *outcome.detail.splitlines()[1:], "```"]

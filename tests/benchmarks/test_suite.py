@@ -131,3 +131,13 @@ def test_a_figure_where_lower_is_better_says_so():
         suite.Outcome(suite.BENCHMARKS["serving"], "hour", "ran", 1.0, report),
         WHEN, MACHINE, COMMIT)
     assert "| latency (lower is better) | 5 ms | 10 ms (Keras) | 0.5× |  |" in section
+
+
+@pytest.mark.parametrize("value, verdict", [(5.0, "met"), (6.0, "**not met**")])
+def test_a_lower_is_better_goal_is_a_ceiling(value, verdict):
+    report = {"figures": [figure("memory", value, "MB", reference="the original",
+                                 reference_value=10.0, goal=0.5, higher_is_better=False)]}
+    section = suite.results_section(
+        suite.Outcome(suite.BENCHMARKS["serving"], "hour", "ran", 1.0, report),
+        WHEN, MACHINE, COMMIT)
+    assert f"| ≤ 0.5× {verdict} |" in section
