@@ -18,12 +18,12 @@ import sys
 import tempfile
 
 from benchmarks.reporting import REPOSITORY_ROOT, from_root
+from tfnlp.data.file_names import SENTENCEPIECE_MODEL
 
 TRAIN_SOURCE = "../shared/data/mt/train.en"
 TRAIN_TARGET = "../shared/data/mt/train.de"
 VALIDATION_SOURCE = "../shared/data/mt/val.en"
 VALIDATION_TARGET = "../shared/data/mt/val.de"
-SENTENCEPIECE_MODEL = "sentencepiece.model"
 SHARD_PATTERN = "translation-*"
 
 

@@ -36,7 +36,8 @@ record as one document split into sentences (`split_sentences`), and
 counts lines and documents in the same way.
 
 The pieces that other readers reuse (`pipelines.translation_pairs`):
-`parse_patterns` and `match_input_files` (globs checked before the job),
+`match_input_files` (globs checked before the job, by
+`tfnlp.data.file_patterns`),
 `check_input_format`, `ReadRawLines` (every line of the files, as bytes,
 read in parallel), `decode_line`, `parse_json_object` and
 `repair_surrogates`.
@@ -51,6 +52,7 @@ from apache_beam.io import fileio
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines import job
+from tfnlp.data.file_patterns import match_patterns, split_patterns
 
 INPUT_FORMATS = ("text", "jsonl")
 # Where a jsonl document is split into sentences: line breaks, and the
@@ -69,26 +71,12 @@ COUNTER_NAMES = (
 )
 
 
-def parse_patterns(value):
-    """The globs of a comma-separated `--input_file` value.
-
-    Args:
-        value: a string such as "a/*.txt,b/*.txt", or a list of strings.
-
-    Returns:
-        The non-empty globs, stripped of surrounding spaces, in order.
-    """
-    if isinstance(value, str):
-        value = value.split(",")
-    return [pattern.strip() for pattern in value if pattern.strip()]
-
-
 def match_input_files(patterns, flag="--input_file"):
     """The files matched by `patterns`, checked before any pipeline runs.
 
     Args:
         patterns: globs or paths on any Beam filesystem: a list, or one
-            comma-separated string (see `parse_patterns`).
+            comma-separated string (`tfnlp.data.file_patterns`).
         flag: the flag that gave them, for the errors.
 
     Returns:
@@ -100,34 +88,19 @@ def match_input_files(patterns, flag="--input_file"):
             file; the message names that pattern.
         PermissionError: a local file matched cannot be read.
     """
-    patterns = parse_patterns(patterns)
-    if not patterns:
-        raise FileNotFoundError(
-            f"No input file given: pass {flag}=GLOB[,GLOB...] naming the "
-            "text files to read."
-        )
-    files = set()
-    for pattern in patterns:
-        match_result = FileSystems.match([pattern])[0]
-        matched = [
-            metadata.path
-            for metadata in match_result.metadata_list
-            if not _is_local_directory(metadata.path)
-        ]
-        if not matched:
-            raise FileNotFoundError(
-                f"The input pattern {pattern!r} matches no file. Check the "
-                "path and the glob (quote it so that the shell does not expand "
-                f"it), or remove it from {flag}."
-            )
-        files.update(matched)
+    files = match_patterns(patterns, _beam_glob, flag=flag, expected="the text files to read",
+                           is_directory=_is_local_directory)
     for path in files:
         if "://" not in path and not os.access(path, os.R_OK):
             raise PermissionError(
                 f"The input file {path} of {flag} cannot be read (permission "
                 "denied). Make it readable, or leave it out of the glob."
             )
-    return sorted(files)
+    return files
+
+
+def _beam_glob(pattern):
+    return [metadata.path for metadata in FileSystems.match([pattern])[0].metadata_list]
 
 
 def _is_local_directory(path):
@@ -351,7 +324,7 @@ class ReadTextLines(beam.PTransform):
     def __init__(self, patterns, input_format="text", label=None):
         super().__init__(label)
         check_input_format(input_format)
-        self.patterns = parse_patterns(patterns)
+        self.patterns = split_patterns(patterns)
         self.input_format = input_format
         self.files = match_input_files(self.patterns)
 

@@ -100,11 +100,15 @@ from tfnlp.command_line import (
     usage_errors,
 )
 from tfnlp.data import translation_schema
+from tfnlp.data.file_names import (
+    SENTENCEPIECE_MODEL,
+    STATS_FILE,
+    TRANSLATION_SHARD_PREFIX,
+)
 
 LOGGER = logging.getLogger(__name__)
-STATS_FILE = "stats.json"
-SHARD_PREFIX = "translation"
-SHARED_MODEL_NAME = "sentencepiece"
+SHARD_PREFIX = TRANSLATION_SHARD_PREFIX
+SHARED_MODEL_NAME = os.path.splitext(SENTENCEPIECE_MODEL)[0]
 SIDES = ("source", "target")
 LENGTH_BIN = 8
 DEFAULT_NUM_SHARDS = 16

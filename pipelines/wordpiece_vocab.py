@@ -82,11 +82,11 @@ from tensorflow_text.tools.wordpiece_vocab import (
 
 from pipelines import job, text_input
 from tfnlp.command_line import ArgumentParser, UsageError, add_boolean_flag, check_output_file
+from tfnlp.data.file_names import STATS_SUFFIX
 from tfnlp.text import normalization
 from tfnlp.text.vocabulary import SPECIAL_TOKENS
 
 LOGGER = logging.getLogger(__name__)
-STATS_SUFFIX = ".stats.json"
 SUFFIX_INDICATOR = "##"
 # The highest count threshold the learner's search considers (its default).
 UPPER_COUNT_THRESHOLD = 10_000_000

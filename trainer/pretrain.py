@@ -55,6 +55,7 @@ from trainer import optimization, runtime, summaries
 from trainer.bert_models import build_model, config_from_name
 from trainer.export import export_trained_model
 from trainer.pretrain_flags import check_paths, parse_flags
+from trainer.run_flags import match_data_files
 from trainer.tasks import BertPretrainingTask
 from trainer.training_loop import LoopSchedule, TrainingLoop, evaluate, train
 
@@ -77,22 +78,16 @@ def load_config(flags):
     return config
 
 
-def _files(patterns):
-    files = set()
-    for pattern in patterns.split(","):
-        if pattern:
-            files.update(tf.io.gfile.glob(pattern))
-    if not files:
-        raise FileNotFoundError(
-            f"No TFRecord files match {patterns!r}. Pass comma-separated globs of "
-            "the shards that `python -m pipelines.pretraining_data` wrote."
-        )
-    return sorted(files)
+def data_files(flags, training):
+    """The shards of `--train_data` (training) or `--eval_data`."""
+    flag = "train_data" if training else "eval_data"
+    return match_data_files(f"--{flag}", getattr(flags, flag), "pipelines.pretraining_data")
 
 
-def dataset_function(patterns, flags, global_batch_size, training, seed=None):
-    """The `distribute_datasets_from_function` input function of a data flag."""
-    files = _files(patterns)
+def dataset_function(flags, global_batch_size, training, seed=None):
+    """The `distribute_datasets_from_function` input function of the
+    training (`--train_data`) or evaluation data (`--eval_data`)."""
+    files = data_files(flags, training)
 
     def dataset_fn(input_context):
         batch_size = input_context.get_per_replica_batch_size(global_batch_size)
@@ -125,13 +120,13 @@ HPARAMS_METRICS = tuple(
     for tag in ("loss", "mlm_accuracy", "nsp_accuracy", "mlm_perplexity"))
 
 
-def fixed_example(patterns, flags):
+def fixed_example(flags):
     """The example of the attention pictures and masked-LM samples: the
     first record of `patterns` whose real tokens all fit in a picture
     (`summaries.MAX_PICTURE_TOKENS`) among the first 256, else the
     shortest of them."""
     dataset = pretraining_dataset(
-        _files(patterns)[:1],
+        data_files(flags, training=not flags.eval_data)[:1],
         batch_size=1,
         max_seq_length=flags.max_seq_length,
         max_predictions_per_seq=flags.max_predictions_per_seq,
@@ -163,7 +158,7 @@ def sample_writer(flags, model, run):
     cannot run eagerly)."""
     if not (run.chief and flags.attention_images_every_steps and flags.strategy != "tpu"):
         return None
-    example = fixed_example(flags.eval_data or flags.train_data, flags)
+    example = fixed_example(flags)
     vocabulary = load_vocabulary(flags.vocab_file) if flags.vocab_file else None
     return summaries.sample_writer(
         summaries.AttentionProbe(model.encoder, example, vocabulary),
@@ -209,8 +204,8 @@ def run(flags):
     task = BertPretrainingTask(model)
     train_iterator, checkpoints, current_step = runtime.training_state(
         run,
-        lambda seed: dataset_function(flags.train_data, flags, flags.global_batch_size,
-                                      training=True, seed=seed),
+        lambda seed: dataset_function(flags, flags.global_batch_size, training=True,
+                                      seed=seed),
         flags.seed, flags.keep_checkpoints, model=model, optimizer=optimizer, step=step,
     )
     loop = TrainingLoop(
@@ -225,7 +220,7 @@ def run(flags):
     evaluator = None
     if flags.eval_data:
         eval_dataset = strategy.distribute_datasets_from_function(
-            dataset_function(flags.eval_data, flags, flags.global_batch_size, training=False)
+            dataset_function(flags, flags.global_batch_size, training=False)
         )
         evaluator = lambda: evaluate(loop, iter(eval_dataset), flags.eval_steps)  # noqa: E731
     schedule = LoopSchedule(

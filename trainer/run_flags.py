@@ -15,6 +15,7 @@ from tfnlp.command_line import (
     check_output_directory,
 )
 from tfnlp.data import tfrecord_files
+from tfnlp.data.file_patterns import match_patterns
 from tfnlp.models import BertConfig
 from trainer.distribution import STRATEGIES
 from trainer.optimization import OPTIMIZERS
@@ -163,6 +164,17 @@ def check_output_flags(flags):
         check_output_directory("--export_dir", flags.export_dir)
 
 
+def match_data_files(flag, patterns, writer):
+    """The sorted files of a data flag's comma-separated globs.
+
+    Raises:
+        FileNotFoundError: a glob matches no file; the message names it and
+            the job that writes such shards (`python -m <writer>`).
+    """
+    return match_patterns(patterns, tf.io.gfile.glob, flag=flag,
+                          expected=f"the TFRecord shards of `python -m {writer}`")
+
+
 def check_tfrecord_flag(flag, patterns, writer):
     """Checks, before training, the shards that a data flag names.
 
@@ -179,12 +191,11 @@ def check_tfrecord_flag(flag, patterns, writer):
         UsageError: the globs match no file, or the first file is not a
             TFRecord file.
     """
-    files = sorted({path for pattern in patterns.split(",") if pattern
-                    for path in tf.io.gfile.glob(pattern)})
+    try:
+        files = match_data_files(flag, patterns, writer)
+    except FileNotFoundError as error:
+        raise UsageError(str(error)) from error
     expected = f"comma-separated globs of the TFRecord shards of `python -m {writer}`"
-    if not files:
-        raise UsageError(f"{flag}={patterns} matches no file; expected {expected}. "
-                         "Check the path and the glob.")
     first = files[0]
     if tf.io.gfile.isdir(first):
         raise UsageError(f"{flag}={patterns} matches the directory {first}; expected "

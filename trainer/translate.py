@@ -49,9 +49,11 @@ import tensorflow as tf
 
 from tfnlp.command_line import run_main
 from tfnlp.data import count_long_pairs, translation_dataset
+from tfnlp.data.file_names import SENTENCEPIECE_MODEL, STATS_FILE
 from tfnlp.data.translation_schema import INPUTS
 from tfnlp.text import SentencePieceTokenizer
 from trainer import optimization, runtime, summaries
+from trainer.run_flags import match_data_files
 from trainer.run_files import (
     CONFIG_FILE,
     read_json,
@@ -73,23 +75,7 @@ from trainer.translation_models import (
 
 LOGGER = logging.getLogger("trainer.translate")
 
-# What pipelines.translation_data writes beside the shards (not imported:
-# the trainer does not need Beam).
-SENTENCEPIECE_MODEL = "sentencepiece.model"
-STATS_FILE = "stats.json"
-
-
-def match_files(patterns, flag):
-    """The sorted files of comma-separated globs; FileNotFoundError if none."""
-    files = sorted({path for pattern in patterns.split(",") if pattern
-                    for path in tf.io.gfile.glob(pattern)})
-    if not files:
-        raise FileNotFoundError(
-            f"No file matches {flag}={patterns!r}. Pass comma-separated globs of the "
-            "shards that `python -m pipelines.translation_data` wrote "
-            "(DIR/translation-*)."
-        )
-    return files
+DATA_WRITER = "pipelines.translation_data"
 
 
 def find_vocab_file(flags, train_files):
@@ -199,8 +185,9 @@ def run(flags):
     """Trains as the flags say; returns the final step's loss."""
     run = runtime.start_run(flags.model_dir, flags.strategy, flags.tpu,
                             flags.mixed_precision, flags.seed)
-    train_files = match_files(flags.train_data, "--train_data")
-    eval_files = match_files(flags.eval_data, "--eval_data") if flags.eval_data else []
+    train_files = match_data_files("--train_data", flags.train_data, DATA_WRITER)
+    eval_files = (match_data_files("--eval_data", flags.eval_data, DATA_WRITER)
+                  if flags.eval_data else [])
     vocab_file = find_vocab_file(flags, train_files)
     tokenizer = SentencePieceTokenizer(model_file=vocab_file)
     if run.chief:

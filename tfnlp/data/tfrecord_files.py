@@ -24,6 +24,8 @@ import concurrent.futures
 
 import tensorflow as tf
 
+from tfnlp.data.file_patterns import match_patterns, split_patterns
+
 _GZIP_MAGIC = b"\x1f\x8b\x08"  # gzip's magic number and "deflate" method
 _COMPRESSIONS = {"": "", "none": "", "gzip": "GZIP", "zlib": "ZLIB"}
 # Files whose first bytes are read at once when detecting compressions.
@@ -67,7 +69,8 @@ def match_files(file_pattern, argument, kind, example_glob, writer):
     """The globs of `file_pattern` and the files they match.
 
     Args:
-        file_pattern: a path or glob (str or bytes), or a list of them.
+        file_pattern: a path or glob (str or bytes; comma-separated globs
+            too), or a list of them.
         argument: the reader's name for `file_pattern`, for the errors.
         kind: what the shards hold ("pretraining", "translation"), for the
             errors.
@@ -77,30 +80,24 @@ def match_files(file_pattern, argument, kind, example_glob, writer):
 
     Returns:
         `(patterns, files)`: the globs as a list of str, and the sorted,
-        de-duplicated paths they match (`tf.io.gfile.glob`).
+        de-duplicated paths they match (`tfnlp.data.file_patterns` with
+        `tf.io.gfile.glob`).
 
     Raises:
         ValueError: no glob, or an empty one.
-        FileNotFoundError: the globs match no file.
+        FileNotFoundError: a glob matches no file.
     """
-    patterns = [file_pattern] if isinstance(file_pattern, (str, bytes)) else list(file_pattern)
-    patterns = [pattern.decode() if isinstance(pattern, bytes) else str(pattern)
-                for pattern in patterns]
-    if not patterns or not all(patterns):
+    given = [file_pattern] if isinstance(file_pattern, (str, bytes)) else list(file_pattern)
+    patterns = split_patterns(given)
+    if not patterns or len(patterns) < len(given):
         raise ValueError(
             f"{argument} must be a path or glob, or a list of them, of {kind} "
             f"TFRecord shards; got {file_pattern!r}."
         )
-    files = set()
-    for pattern in patterns:
-        files.update(tf.io.gfile.glob(pattern))
-    if not files:
-        raise FileNotFoundError(
-            f"No {kind} TFRecord files match {file_pattern!r}. Check the path and "
-            f"the glob (for example {example_glob!r}), or write the shards first "
-            f"with `python -m {writer}`."
-        )
-    return patterns, sorted(files)
+    expected = (f"{kind} TFRecord shards (for example {example_glob!r}); write them "
+                f"first with `python -m {writer}`")
+    return patterns, match_patterns(patterns, tf.io.gfile.glob, flag=argument,
+                                    expected=expected)
 
 
 def file_compression(path, compression):
