@@ -215,7 +215,9 @@ class KerasRNNSeq2Seq(keras.Model):
 
 
 def build_models(flags, attention):
-    embedding_dim, hidden_dim, num_layers = RNN_PRESETS[flags.preset]
+    preset = RNN_PRESETS[flags.preset]
+    embedding_dim, hidden_dim, num_layers = (
+        preset["embedding_dim"], preset["hidden_dim"], preset["num_layers"])
     keras.utils.set_random_seed(0)
     ours = RNNSeq2Seq.from_preset(flags.preset, vocabulary_size=flags.vocabulary_size,
                                   attention=attention, dropout=flags.dropout)

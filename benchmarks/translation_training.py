@@ -166,7 +166,10 @@ class KerasHubSeq2Seq(keras.Model):
 
 
 def build_models(flags):
-    encoder_layers, decoder_layers, hidden_dim, num_heads, intermediate_dim = PRESETS[flags.preset]
+    preset = PRESETS[flags.preset]
+    encoder_layers, decoder_layers = preset["num_encoder_layers"], preset["num_decoder_layers"]
+    hidden_dim, num_heads = preset["hidden_dim"], preset["num_heads"]
+    intermediate_dim = preset["intermediate_dim"]
     if flags.num_layers:
         encoder_layers = decoder_layers = flags.num_layers
     keras.utils.set_random_seed(0)

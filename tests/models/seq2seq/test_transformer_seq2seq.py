@@ -152,8 +152,12 @@ def test_presets_have_the_published_sizes():
     model = TransformerSeq2Seq.from_preset("tiny", vocabulary_size=100)
     assert (model.num_encoder_layers, model.num_decoder_layers, model.hidden_dim,
             model.num_heads, model.intermediate_dim) == (4, 4, 128, 4, 256)
-    assert PRESETS["small"] == (3, 3, 256, 4, 512)  # the README's acceptance run
-    assert PRESETS["base"] == (6, 6, 512, 8, 2048)
+    assert PRESETS["small"] == dict(  # the README's acceptance run
+        num_encoder_layers=3, num_decoder_layers=3, hidden_dim=256, num_heads=4,
+        intermediate_dim=512)
+    assert PRESETS["base"] == dict(
+        num_encoder_layers=6, num_decoder_layers=6, hidden_dim=512, num_heads=8,
+        intermediate_dim=2048)
     with pytest.raises(ValueError, match="presets are"):
         TransformerSeq2Seq.from_preset("huge", vocabulary_size=100)
 

@@ -3,7 +3,7 @@ fine-tuning heads, feature extraction and the Hugging Face converter."""
 
 from tfnlp.layers.gather import gather_positions
 from tfnlp.models.bert.bert_classifier import BertClassifier
-from tfnlp.models.bert.bert_config import BertConfig
+from tfnlp.models.bert.bert_config import BERT_PRESETS, BertConfig
 from tfnlp.models.bert.bert_encoder import BertEncoder
 from tfnlp.models.bert.bert_pretraining import BertPretrainingModel
 from tfnlp.models.bert.bert_span_extractor import BertSpanExtractor

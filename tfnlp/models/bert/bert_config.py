@@ -4,16 +4,17 @@ import dataclasses
 import json
 
 from tfnlp.layers.activations import get_activation
+from tfnlp.models.preset_model import preset_arguments
 
-# (num_layers, hidden_size, num_heads, intermediate_size): the sizes of the
-# released Google BERT models; tiny, mini and small are the "BERT
-# miniatures" of Turc et al. (2019).
-_PRESET_SIZES = {
-    "tiny": (2, 128, 2, 512),
-    "mini": (4, 256, 4, 1024),
-    "small": (4, 512, 8, 2048),
-    "base": (12, 768, 12, 3072),
-    "large": (24, 1024, 16, 4096),
+# Preset name -> BertConfig fields: the sizes of the released Google BERT
+# models, smallest first; tiny, mini and small are the "BERT miniatures" of
+# Turc et al. (2019).
+BERT_PRESETS = {
+    "tiny": dict(num_layers=2, hidden_size=128, num_heads=2, intermediate_size=512),
+    "mini": dict(num_layers=4, hidden_size=256, num_heads=4, intermediate_size=1024),
+    "small": dict(num_layers=4, hidden_size=512, num_heads=8, intermediate_size=2048),
+    "base": dict(num_layers=12, hidden_size=768, num_heads=12, intermediate_size=3072),
+    "large": dict(num_layers=24, hidden_size=1024, num_heads=16, intermediate_size=4096),
 }
 
 # Hugging Face `hidden_act` values and the tfnlp activation that computes them.
@@ -146,30 +147,18 @@ class BertConfig:
     @classmethod
     def preset_names(cls):
         """The names `preset` accepts, smallest first."""
-        return list(_PRESET_SIZES)
+        return list(BERT_PRESETS)
 
     @classmethod
     def preset(cls, name, **overrides):
         """The config of a released BERT size, with `overrides` applied.
 
         Args:
-            name: one of "tiny", "mini", "small", "base", "large".
+            name: a key of `BERT_PRESETS`: "tiny", "mini", "small", "base"
+                or "large".
             **overrides: fields to change, such as `vocab_size=8000`.
         """
-        if name not in _PRESET_SIZES:
-            raise ValueError(
-                f"Unknown BERT preset {name!r}. The known presets are: "
-                f"{', '.join(_PRESET_SIZES)}."
-            )
-        num_layers, hidden_size, num_heads, intermediate_size = _PRESET_SIZES[name]
-        fields = {
-            "num_layers": num_layers,
-            "hidden_size": hidden_size,
-            "num_heads": num_heads,
-            "intermediate_size": intermediate_size,
-        }
-        fields.update(overrides)
-        return cls.from_dict(fields)
+        return cls.from_dict(preset_arguments(BERT_PRESETS, name, "BERT", overrides))
 
     def to_dict(self):
         """The fields as a plain (JSON-ready) dict."""

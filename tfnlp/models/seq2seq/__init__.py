@@ -4,19 +4,22 @@
   embeddings, presets `tiny`, `small` and `base`;
 - `RNNSeq2Seq`: the LSTM encoder-decoder with Luong or Bahdanau attention,
   or none, presets `tiny`, `small` and `base` (`RNN_PRESETS`);
-- `decoder_inputs`: the targets shifted right behind `BOS_ID`; `generate`:
-  decoding through a `tfnlp.decoding` decoder (`generation.py`).
+- `decoder_inputs`: the targets shifted right behind `BOS_ID`;
+  `Seq2SeqModel`: the family's base (a `tfnlp.models.GenerativeModel`),
+  whose `generate` decodes source ids through a `tfnlp.decoding` decoder
+  (`generation.py`).
 
 Models of this family follow the step contract of `tfnlp.decoding`
-(`initial_cache`, `decode_step`) so one set of decoders serves them all; the
-loss is in `tfnlp.losses.translation_losses`.
+(`initial_cache`, `decode_step`) so one set of decoders serves them all;
+their presets are named dicts of constructor arguments (`PRESETS`,
+`RNN_PRESETS`); the loss is in `tfnlp.losses.translation_losses`.
 """
 
 from tfnlp.models.seq2seq.generation import (
     DECODER_TOKEN_IDS,
     ENCODER_TOKEN_IDS,
+    Seq2SeqModel,
     decoder_inputs,
-    generate,
 )
 from tfnlp.models.seq2seq.rnn_seq2seq import ATTENTIONS, RNN_PRESETS, RNNSeq2Seq
 from tfnlp.models.seq2seq.transformer_seq2seq import PRESETS, TransformerSeq2Seq

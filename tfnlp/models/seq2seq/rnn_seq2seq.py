@@ -8,19 +8,18 @@ from tfnlp.layers.bahdanau_attention import BahdanauAttention
 from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.lstm_encoder import LSTMEncoder
 from tfnlp.layers.luong_attention import LuongAttention
-from tfnlp.models.model_config import model_config, model_from_config
-from tfnlp.models.seq2seq.generation import DECODER_TOKEN_IDS, ENCODER_TOKEN_IDS, generate
+from tfnlp.models.seq2seq.generation import DECODER_TOKEN_IDS, ENCODER_TOKEN_IDS, Seq2SeqModel
 
 # The `attention` choices; None (or "none") is the model without attention.
 ATTENTIONS = ("luong_dot", "luong_general", "luong_concat", "bahdanau", "bahdanau_normalized")
 
-# (embedding_dim, hidden_dim, num_layers); the encoder is bidirectional.
+# Preset name -> constructor arguments; the encoder is bidirectional.
 # small: OpenNMT-py's default RNN sizes at half the width; base: Luong et
 # al.'s width with two layers instead of four.
 RNN_PRESETS = {
-    "tiny": (64, 64, 1),
-    "small": (256, 256, 2),
-    "base": (512, 512, 2),
+    "tiny": dict(embedding_dim=64, hidden_dim=64, num_layers=1),
+    "small": dict(embedding_dim=256, hidden_dim=256, num_layers=2),
+    "base": dict(embedding_dim=512, hidden_dim=512, num_layers=2),
 }
 
 
@@ -57,7 +56,7 @@ def scan_steps(step, initial, outputs_like, length):
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class RNNSeq2Seq(keras.Model):
+class RNNSeq2Seq(Seq2SeqModel):
     """The LSTM encoder-decoder, with global attention or without.
 
     The encoder is an `LSTMEncoder` (stacked, bidirectional by default) over
@@ -178,11 +177,11 @@ class RNNSeq2Seq(keras.Model):
             dtype=policy,
             name="encoder",
         )
-        # One attribute per cell rather than a list, which tf.train.Checkpoint
-        # would not see (see TransformerSeq2Seq).
-        for index in range(num_layers):
-            setattr(self, f"decoder_cell_{index}",
-                    keras.layers.LSTMCell(hidden_dim, dtype=policy, name=f"decoder_cell_{index}"))
+        # One attribute per cell (`set_layer_stack`), which the trainer's
+        # checkpoints see.
+        self.set_layer_stack("decoder_cell", [
+            keras.layers.LSTMCell(hidden_dim, dtype=policy, name=f"decoder_cell_{index}")
+            for index in range(num_layers)])
         self.step_dropout = Dropout(dropout, dtype=policy, name="step_dropout")
         self.attention_layer = self.attention_projection = None
         if attention is not None:
@@ -200,24 +199,19 @@ class RNNSeq2Seq(keras.Model):
             vocabulary_size, dtype=policy, name="output_projection")
         self.build()
 
+    presets = RNN_PRESETS
+
     @classmethod
     def from_preset(cls, name, vocabulary_size, **overrides):
-        """A model of the sizes of preset `name` ("tiny", "small", "base");
-        `overrides` change any constructor argument."""
-        if name not in RNN_PRESETS:
-            raise ValueError(
-                f"Unknown RNNSeq2Seq preset {name!r}; the presets are {sorted(RNN_PRESETS)}."
-            )
-        embedding_dim, hidden_dim, num_layers = RNN_PRESETS[name]
-        arguments = dict(embedding_dim=embedding_dim, hidden_dim=hidden_dim,
-                         num_layers=num_layers)
-        arguments.update(overrides)
-        return cls(vocabulary_size=vocabulary_size, **arguments)
+        """A model of the sizes of preset `name` (a key of `RNN_PRESETS`:
+        "tiny", "small", "base"); `overrides` change any constructor
+        argument."""
+        return super().from_preset(name, vocabulary_size=vocabulary_size, **overrides)
 
     @property
     def decoder_cells(self):
         """The decoder's `keras.layers.LSTMCell`s, bottom first."""
-        return [getattr(self, f"decoder_cell_{index}") for index in range(self.num_layers)]
+        return self.layer_stack("decoder_cell")
 
     @property
     def input_feeding(self):
@@ -396,26 +390,3 @@ class RNNSeq2Seq(keras.Model):
         alignments = ops.where((positions == index)[None, :, None], alignment[:, None, :],
                                cache["alignments"])
         return self.logits(output), dict(cache, state=state, alignments=alignments)
-
-    def generate(self, encoder_token_ids, decoder, max_length, max_length_a=None,
-                 max_length_b=0):
-        """Translates a batch of source ids with a `tfnlp.decoding` decoder;
-        see `tfnlp.models.seq2seq.generation.generate`."""
-        return generate(self, encoder_token_ids, decoder, max_length, max_length_a,
-                        max_length_b)
-
-    def get_config(self):
-        return model_config(
-            self,
-            vocabulary_size=self.vocabulary_size,
-            attention=self.attention,
-            embedding_dim=self.embedding_dim,
-            hidden_dim=self.hidden_dim,
-            num_layers=self.num_layers,
-            bidirectional=self.bidirectional,
-            dropout=self.dropout,
-        )
-
-    @classmethod
-    def from_config(cls, config):
-        return model_from_config(cls, config)

@@ -11,25 +11,26 @@ from tfnlp.layers.position_embedding import PositionEmbedding
 from tfnlp.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
 from tfnlp.layers.transformer_decoder_block import TransformerDecoderBlock
 from tfnlp.layers.transformer_encoder_block import TransformerEncoderBlock
-from tfnlp.models.model_config import model_config, model_from_config
-from tfnlp.models.seq2seq.generation import DECODER_TOKEN_IDS, ENCODER_TOKEN_IDS, generate
+from tfnlp.models.seq2seq.generation import DECODER_TOKEN_IDS, ENCODER_TOKEN_IDS, Seq2SeqModel
 
 POSITION_ENCODINGS = ("sinusoidal", "learned")
 
-# (num_encoder_layers, num_decoder_layers, hidden_dim, num_heads, intermediate_dim).
-# tiny: the configuration that leads on Multi30k after 150 epochs on GPUs
-# (Wu et al., 2021); small: 3+3 layers of width 256, the one that reaches
-# validation BLEU 35 on Multi30k within an hour on two CPU cores (README);
-# base: Vaswani et al.'s base model.
+# Preset name -> constructor arguments. tiny: the configuration that leads
+# on Multi30k after 150 epochs on GPUs (Wu et al., 2021); small: 3+3 layers
+# of width 256, the one that reaches validation BLEU 35 on Multi30k within
+# an hour on two CPU cores (README); base: Vaswani et al.'s base model.
 PRESETS = {
-    "tiny": (4, 4, 128, 4, 256),
-    "small": (3, 3, 256, 4, 512),
-    "base": (6, 6, 512, 8, 2048),
+    "tiny": dict(num_encoder_layers=4, num_decoder_layers=4, hidden_dim=128, num_heads=4,
+                 intermediate_dim=256),
+    "small": dict(num_encoder_layers=3, num_decoder_layers=3, hidden_dim=256, num_heads=4,
+                  intermediate_dim=512),
+    "base": dict(num_encoder_layers=6, num_decoder_layers=6, hidden_dim=512, num_heads=8,
+                 intermediate_dim=2048),
 }
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class TransformerSeq2Seq(keras.Model):
+class TransformerSeq2Seq(Seq2SeqModel):
     """The Transformer encoder-decoder, with shared, tied embeddings.
 
     Source and target share one token embedding (a joint subword
@@ -166,15 +167,14 @@ class TransformerSeq2Seq(keras.Model):
             norm_first=norm_first,
             dtype=policy,
         )
-        # One attribute per block rather than a list: Keras wraps a list in
-        # a TrackedList, which tf.train.Checkpoint does not see, so the
-        # blocks' weights would be left out of the trainer's checkpoints.
-        for index in range(num_encoder_layers):
-            setattr(self, f"encoder_block_{index}",
-                    TransformerEncoderBlock(name=f"encoder_block_{index}", **block_arguments))
-        for index in range(num_decoder_layers):
-            setattr(self, f"decoder_block_{index}",
-                    TransformerDecoderBlock(name=f"decoder_block_{index}", **block_arguments))
+        # One attribute per block (`set_layer_stack`), which the trainer's
+        # checkpoints see.
+        self.set_layer_stack("encoder_block", [
+            TransformerEncoderBlock(name=f"encoder_block_{index}", **block_arguments)
+            for index in range(num_encoder_layers)])
+        self.set_layer_stack("decoder_block", [
+            TransformerDecoderBlock(name=f"decoder_block_{index}", **block_arguments)
+            for index in range(num_decoder_layers)])
         self.encoder_layer_norm = self.decoder_layer_norm = None
         if norm_first:
             self.encoder_layer_norm = keras.layers.LayerNormalization(
@@ -183,37 +183,28 @@ class TransformerSeq2Seq(keras.Model):
                 epsilon=layer_norm_epsilon, dtype=policy, name="decoder_layer_norm")
         self.build()
 
+    presets = PRESETS
+
     @classmethod
     def from_preset(cls, name, vocabulary_size, **overrides):
-        """A model of the sizes of preset `name` ("tiny", "small", "base");
-        `overrides` change any constructor argument."""
-        if name not in PRESETS:
-            raise ValueError(
-                f"Unknown TransformerSeq2Seq preset {name!r}; the presets are "
-                f"{sorted(PRESETS)}."
-            )
-        encoder_layers, decoder_layers, hidden_dim, num_heads, intermediate_dim = PRESETS[name]
-        arguments = dict(
-            num_encoder_layers=encoder_layers,
-            num_decoder_layers=decoder_layers,
-            hidden_dim=hidden_dim,
-            num_heads=num_heads,
-            intermediate_dim=intermediate_dim,
-        )
-        arguments.update(overrides)
-        return cls(vocabulary_size=vocabulary_size, **arguments)
+        """A model of the sizes of preset `name` (a key of `PRESETS`: "tiny",
+        "small", "base"); `overrides` change any constructor argument."""
+        return super().from_preset(name, vocabulary_size=vocabulary_size, **overrides)
 
     @property
     def encoder_blocks(self):
         """The `TransformerEncoderBlock`s, first to last."""
-        return [getattr(self, f"encoder_block_{index}")
-                for index in range(self.num_encoder_layers)]
+        return self.layer_stack("encoder_block")
 
     @property
     def decoder_blocks(self):
         """The `TransformerDecoderBlock`s, first to last."""
-        return [getattr(self, f"decoder_block_{index}")
-                for index in range(self.num_decoder_layers)]
+        return self.layer_stack("decoder_block")
+
+    @property
+    def max_positions(self):
+        """The longest target `generate` decodes: `max_sequence_length`."""
+        return self.max_sequence_length
 
     # === Building ===
 
@@ -350,39 +341,3 @@ class TransformerSeq2Seq(keras.Model):
             self_attention.append(self_cache)
         cache = dict(cache, self_attention=self_attention)
         return self.logits(x)[:, 0, :], cache
-
-    def generate(self, encoder_token_ids, decoder, max_length, max_length_a=None,
-                 max_length_b=0):
-        """Translates a batch of source ids with a `tfnlp.decoding` decoder
-        (`tfnlp.models.seq2seq.generation.generate`); `max_length` is at most
-        `max_sequence_length`."""
-        if max_length > self.max_sequence_length:
-            raise ValueError(
-                f"max_length={max_length} is longer than the model's "
-                f"max_sequence_length={self.max_sequence_length}."
-            )
-        return generate(self, encoder_token_ids, decoder, max_length, max_length_a,
-                        max_length_b)
-
-    def get_config(self):
-        return model_config(
-            self,
-            vocabulary_size=self.vocabulary_size,
-            num_encoder_layers=self.num_encoder_layers,
-            num_decoder_layers=self.num_decoder_layers,
-            hidden_dim=self.hidden_dim,
-            num_heads=self.num_heads,
-            intermediate_dim=self.intermediate_dim,
-            dropout=self.dropout,
-            attention_dropout=self.attention_dropout,
-            activation=self.activation,
-            norm_first=self.norm_first,
-            position_encoding=self.position_encoding,
-            max_sequence_length=self.max_sequence_length,
-            layer_norm_epsilon=self.layer_norm_epsilon,
-        )
-
-    @classmethod
-    def from_config(cls, config):
-        return model_from_config(cls, config)
-
