@@ -1,7 +1,8 @@
 """Reading Hugging Face BERT checkpoints (`config.json` + safetensors).
 
-The tensors are read with `safetensors`' numpy API, so PyTorch is not
-needed. A checkpoint's names are first made canonical: the `bert.` prefix
+The files are read by `tfnlp.models.huggingface_checkpoint` (numpy, no
+PyTorch; sharded or not), which every family's converter shares. A
+checkpoint's names are first made canonical: the `bert.` prefix
 of `BertForPreTraining`-style checkpoints is dropped, LayerNorm parameters
 named `gamma`/`beta` (checkpoints converted from TensorFlow) become
 `weight`/`bias`, and the `embeddings.position_ids` buffer is dropped. The
@@ -17,7 +18,6 @@ hidden)` kernels of `tfnlp.layers.MultiHeadAttention`. Embedding tables
 have the same layout in both.
 """
 
-import json
 import math
 import os
 import typing
@@ -26,21 +26,17 @@ import keras
 import numpy as np
 
 from tfnlp.models.bert.bert_config import BertConfig
-
-CONFIG_FILE = "config.json"
-WEIGHTS_FILE = "model.safetensors"
-WEIGHTS_INDEX_FILE = "model.safetensors.index.json"
+from tfnlp.models.huggingface_checkpoint import (  # noqa: F401 (is_huggingface_directory)
+    canonical_tensors,
+    check_tensor_names,
+    is_huggingface_directory,
+    read_config,
+    read_safetensors,
+)
 
 # Buffers that some checkpoints store but that are not weights.
 _IGNORED_TENSORS = ("embeddings.position_ids",)
 _HEAD_PREFIX = "cls."
-
-
-def is_huggingface_directory(path):
-    """Whether `path` is a directory with Hugging Face safetensors weights."""
-    return os.path.isdir(path) and any(
-        os.path.exists(os.path.join(path, name)) for name in (WEIGHTS_FILE, WEIGHTS_INDEX_FILE)
-    )
 
 # Layouts of `encoder_variables` other than a linear weight's input axes.
 TABLE = "table"
@@ -112,69 +108,16 @@ def read_huggingface_checkpoint(path):
     (8, 8)
     """
     path = os.fspath(path)
-    config_path = os.path.join(path, CONFIG_FILE)
-    if not os.path.isfile(config_path):
-        raise FileNotFoundError(
-            f"No {CONFIG_FILE} in {path}. A Hugging Face BERT checkpoint "
-            f"directory holds {CONFIG_FILE} and {WEIGHTS_FILE}."
-        )
-    with open(config_path, encoding="utf-8") as file:
-        config = BertConfig.from_huggingface_dict(json.load(file))
-
-    encoder_tensors, head_tensors, sources = {}, {}, {}
-    for name, tensor in _read_safetensors(path).items():
-        canonical = canonical_tensor_name(name)
-        if canonical in _IGNORED_TENSORS:
-            continue
-        if canonical in sources:
-            raise ValueError(
-                f"The checkpoint in {path} has both {sources[canonical]!r} and "
-                f"{name!r}, which name the same tensor {canonical!r}. Keep one."
-            )
-        sources[canonical] = name
-        if canonical.startswith(_HEAD_PREFIX):
-            head_tensors[canonical] = tensor
+    config = BertConfig.from_huggingface_dict(read_config(path, "BERT"))
+    tensors = canonical_tensors(read_safetensors(path), canonical_tensor_name, path,
+                                ignored=_IGNORED_TENSORS)
+    encoder_tensors, head_tensors = {}, {}
+    for name, tensor in tensors.items():
+        if name.startswith(_HEAD_PREFIX):
+            head_tensors[name] = tensor
         else:
-            encoder_tensors[canonical] = tensor
+            encoder_tensors[name] = tensor
     return HuggingFaceCheckpoint(config, encoder_tensors, head_tensors)
-
-
-def _read_safetensors(path):
-    try:
-        # Registers bfloat16 with numpy, so bfloat16 checkpoints load
-        # (ml_dtypes comes with TensorFlow, JAX and Keras).
-        import ml_dtypes  # noqa: F401
-    except ImportError:  # pragma: no cover
-        pass
-    from safetensors.numpy import load_file as safetensors_load_file
-
-    def load_file(file_path):
-        try:
-            return safetensors_load_file(file_path)
-        except TypeError as error:
-            raise ValueError(
-                f"numpy cannot hold the tensors of {file_path} ({error}). "
-                "Install ml_dtypes for bfloat16, or convert the checkpoint to "
-                "float32."
-            ) from error
-
-    single_file = os.path.join(path, WEIGHTS_FILE)
-    index_file = os.path.join(path, WEIGHTS_INDEX_FILE)
-    if os.path.isfile(single_file):
-        return load_file(single_file)
-    if os.path.isfile(index_file):
-        with open(index_file, encoding="utf-8") as file:
-            shards = sorted(set(json.load(file)["weight_map"].values()))
-        tensors = {}
-        for shard in shards:
-            tensors.update(load_file(os.path.join(path, shard)))
-        return tensors
-    present = sorted(os.listdir(path))
-    raise FileNotFoundError(
-        f"No {WEIGHTS_FILE} (or {WEIGHTS_INDEX_FILE}) in {path}; it holds "
-        f"{present}. Only safetensors weights are read (no PyTorch); convert "
-        "a pytorch_model.bin with the `safetensors` or `transformers` tools."
-    )
 
 
 def _linear(prefix, dense, input_axes=1):
@@ -254,14 +197,6 @@ def _huggingface_shape(variable_shape, layout):
     return (outputs, inputs)
 
 
-def _listing(names, limit=20):
-    names = sorted(names)
-    shown = ", ".join(names[:limit])
-    if len(names) > limit:
-        shown += f", ... ({len(names) - limit} more)"
-    return shown
-
-
 def load_encoder_weights(encoder, encoder_tensors, source="the checkpoint"):
     """Assigns Hugging Face encoder tensors to a `BertEncoder`'s variables.
 
@@ -276,22 +211,10 @@ def load_encoder_weights(encoder, encoder_tensors, source="the checkpoint"):
             of a shape the encoder's config does not give.
     """
     pairs = encoder_variables(encoder)
-    expected = {name for name, _, _ in pairs}
-    unknown = set(encoder_tensors) - expected
-    missing = expected - set(encoder_tensors)
-    if unknown or missing:
-        problems = []
-        if unknown:
-            problems.append(f"tensors a BertEncoder does not have: {_listing(unknown)}")
-        if missing:
-            problems.append(f"missing tensors: {_listing(missing)}")
-        raise ValueError(
-            f"{source} does not hold a BERT encoder's weights; "
-            + "; ".join(problems)
-            + ". Expected the tensors of a Hugging Face BertModel (names "
-            "with or without the 'bert.' prefix; pretraining heads under "
-            "'cls.')."
-        )
+    check_tensor_names(
+        encoder_tensors, [name for name, _, _ in pairs], source, "a BertEncoder",
+        "the tensors of a Hugging Face BertModel (names with or without the "
+        "'bert.' prefix; pretraining heads under 'cls.')")
     for name, variable, layout in pairs:
         tensor = np.asarray(encoder_tensors[name])
         variable_shape = tuple(variable.shape)
