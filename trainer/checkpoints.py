@@ -10,6 +10,10 @@ from trainer import run_files
 
 LOGGER = logging.getLogger(__name__)
 
+# Where `BestCheckpoint` keeps the best checkpoint, and its record.
+BEST_DIRECTORY = "best"
+BEST_FILE = "best.json"
+
 
 class Checkpoints:
     """A `tf.train.CheckpointManager` over `model_dir`, multi-worker aware.
@@ -67,6 +71,73 @@ class Checkpoints:
                 os.rmdir(os.path.dirname(self.directory))
             except OSError:
                 pass  # Another worker's directory is still there.
+
+
+class BestCheckpoint:
+    """The checkpoint of the best validation figure so far, kept in
+    `model_dir/best/` with `best/best.json` (its step, checkpoint name and
+    scores), which a resumed run reads back.
+
+    Args:
+        model_dir: the run's directory.
+        metric: the evaluation figure that ranks checkpoints ("bleu",
+            "loss").
+        higher_is_better: whether a larger `metric` is better.
+        chief: whether this process writes (other workers only track).
+
+    Example:
+
+    >>> import tempfile
+    >>> best = BestCheckpoint(tempfile.mkdtemp(), "loss", higher_is_better=False)
+    >>> checkpoint = tf.train.Checkpoint(weight=tf.Variable(1.0))
+    >>> best.update(10, {"loss": 2.0}, checkpoint), best.update(20, {"loss": 2.5}, checkpoint)
+    (True, False)
+    >>> best.best["step"]
+    10
+    """
+
+    def __init__(self, model_dir, metric, higher_is_better=True, chief=True):
+        self.model_dir = model_dir
+        self.metric = metric
+        self.higher_is_better = higher_is_better
+        self.chief = chief
+        self.directory = os.path.join(model_dir, BEST_DIRECTORY)
+        self.best = run_files.read_json(os.path.join(self.directory, BEST_FILE), {})
+
+    def is_better(self, value):
+        """Whether `value` of the metric beats the best so far."""
+        if self.metric not in self.best:
+            return True
+        best = self.best[self.metric]
+        return value > best if self.higher_is_better else value < best
+
+    def update(self, step, scores, checkpoint):
+        """Saves `checkpoint` (a `tf.train.Checkpoint`) as the best when
+        `scores[metric]` beats the best so far; returns whether it did."""
+        value = scores[self.metric]
+        if not self.is_better(value):
+            return False
+        if self.chief:
+            path = checkpoint.write(os.path.join(self.directory, "ckpt"))
+            self.best = {"step": step, "checkpoint": os.path.basename(path), **scores}
+            run_files.write_json(os.path.join(self.directory, BEST_FILE), self.best)
+            LOGGER.info("Validation %s %.4g is the best so far: saved %s.", self.metric,
+                        value, path)
+        else:
+            self.best = {"step": step, **scores}
+        return True
+
+    def path(self):
+        """The best checkpoint's prefix, or None before any was saved."""
+        return best_checkpoint(self.model_dir)
+
+
+def best_checkpoint(model_dir):
+    """The prefix of a run's best checkpoint (`BestCheckpoint`), or None."""
+    best = run_files.read_json(os.path.join(model_dir, BEST_DIRECTORY, BEST_FILE), {})
+    if not best.get("checkpoint"):
+        return None
+    return os.path.join(model_dir, BEST_DIRECTORY, best["checkpoint"])
 
 
 def latest_step(model_dir):

@@ -254,10 +254,19 @@ def _signature_options(model, flags, record):
 
 
 def run(flags):
-    """Exports as the flags say; returns the new version's directory."""
+    """Exports as the flags say; returns the new version's directory.
+
+    The run's serving record names its kind of model ("model"); a kind in
+    `RUN_EXPORTERS` exports with its own function, any other kind (the BERT
+    runs, Hugging Face directories) with `export_bert_run`."""
     record = run_files.read_serving_record(flags.model_dir)
-    if record.get("model") == "translation":
-        return export_translation_run(flags, record)
+    export = RUN_EXPORTERS.get(record.get("model"), export_bert_run)
+    return export(flags, record)
+
+
+def export_bert_run(flags, record):
+    """Exports a `trainer.pretrain` or `trainer.finetune` run, or a Hugging
+    Face BERT directory, with the flags' overrides of `record`."""
     model, record = load_trained_model(flags.model_dir, flags.checkpoint)
     vocab_file = _first(flags.vocab_file, record.get("vocab_file"))
     if vocab_file is None and flags.text_signatures:
@@ -288,6 +297,10 @@ def export_translation_run(flags, record):
     model = load_translation_model(flags.model_dir, flags.checkpoint)
     return export_translation_model(model, flags.export_dir, record,
                                     text_signatures=flags.text_signatures)
+
+
+# The exporters of the run kinds (a serving record's "model") other than BERT's.
+RUN_EXPORTERS = {"translation": export_translation_run}
 
 
 def main(argv=None):

@@ -494,7 +494,7 @@ def run(flags):
             inner.global_clipnorm = flags.clip_norm
         compile_model(model, flags.task, optimizer)
         step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
-    runtime.write_run_files(run, encoder.config, record, flags)
+    runtime.write_run_files(run, encoder.config.to_dict(), record, flags)
     if run.chief:
         summaries.write_hparams(flags.model_dir, _hparams(flags, encoder.config, run),
                                 hparams_metrics(flags.task))

@@ -21,7 +21,10 @@ import keras
 
 OPTIMIZERS = ("adamw", "lamb")
 # The --learning_rate_schedule choices.
-SCHEDULES = ("linear", "inverse_sqrt")
+SCHEDULES = ("linear", "inverse_sqrt", "cosine")
+# The cosine schedule ends at this fraction of the peak rate (nanoGPT's
+# min_lr = learning_rate / 10).
+COSINE_FINAL_FRACTION = 0.1
 
 # Substrings of variable paths that get no weight decay: LayerNorm scales and
 # offsets (named layer_norm/LayerNorm, or Keras' gamma/beta) and biases.
@@ -188,8 +191,11 @@ def create_optimizer(
         beta_1, beta_2, epsilon: the Adam moments' parameters (BERT's
             defaults).
         schedule: "linear" (`WarmupPolynomialDecay`: warmup, then linear
-            decay to zero at `train_steps`; BERT's) or "inverse_sqrt"
-            (`InverseSquareRootDecay`; the Transformer's).
+            decay to zero at `train_steps`; BERT's), "inverse_sqrt"
+            (`InverseSquareRootDecay`; the Transformer's) or "cosine"
+            (Keras' `CosineDecay`: linear warmup from zero, then a cosine
+            decay to a tenth of the peak at `train_steps`; GPT-2's and
+            nanoGPT's).
 
     Returns:
         A `keras.optimizers.Optimizer`.
@@ -200,6 +206,10 @@ def create_optimizer(
         )
     elif schedule == "inverse_sqrt":
         rates = InverseSquareRootDecay(learning_rate, warmup_steps=max(warmup_steps, 1))
+    elif schedule == "cosine":
+        rates = keras.optimizers.schedules.CosineDecay(
+            0.0, decay_steps=max(train_steps - warmup_steps, 1), alpha=COSINE_FINAL_FRACTION,
+            warmup_target=learning_rate, warmup_steps=warmup_steps)
     else:
         raise ValueError(
             f"Unknown learning-rate schedule {schedule!r}. Choose one of: "
@@ -225,6 +235,23 @@ def create_optimizer(
     if mixed_precision == "float16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     return optimizer
+
+
+def optimizer_from_flags(flags, model=None, **arguments):
+    """`create_optimizer` with the loop training flags of
+    `trainer.run_flags` (`--optimizer`, `--learning_rate`, `--train_steps`,
+    `--warmup_steps`, `--weight_decay`, `--mixed_precision`) and the
+    trainer's own `arguments` (the schedule, the Adam moments)."""
+    return create_optimizer(
+        flags.optimizer,
+        learning_rate=flags.learning_rate,
+        train_steps=flags.train_steps,
+        warmup_steps=flags.warmup_steps,
+        weight_decay=flags.weight_decay,
+        model=model,
+        mixed_precision=flags.mixed_precision,
+        **arguments,
+    )
 
 
 def learning_rate_schedule(optimizer):

@@ -57,7 +57,7 @@ from trainer.export import export_trained_model
 from trainer.pretrain_flags import check_paths, parse_flags
 from trainer.run_flags import match_data_files
 from trainer.tasks import BertPretrainingTask
-from trainer.training_loop import LoopSchedule, TrainingLoop, evaluate, train
+from trainer.training_loop import evaluate
 
 LOGGER = logging.getLogger("trainer.pretrain")
 
@@ -142,15 +142,6 @@ def fixed_example(flags):
     return {name: value.numpy() for name, value in shortest.items()}
 
 
-def _hparams(flags, config, strategy):
-    """The HParams tab's values: every flag, the model config (`model/...`)
-    and the number of replicas."""
-    values = {f"model/{name}": value for name, value in config.to_dict().items()}
-    values.update(vars(flags))
-    values["replicas"] = strategy.num_replicas_in_sync
-    return values
-
-
 def sample_writer(flags, model, run):
     """The `samples` callback of the training loop: attention pictures and
     masked-LM predictions of a fixed example, or None (not the chief, no
@@ -177,76 +168,42 @@ def serving_record(flags):
 
 def run(flags):
     """Trains as the flags say; returns the final step's loss."""
-    run = runtime.start_run(flags.model_dir, flags.strategy, flags.tpu,
-                            flags.mixed_precision, flags.seed)
+    return runtime.train_run(flags, lambda run: build_training(flags, run), "Pretraining")
+
+
+def build_training(flags, run):
+    """The model, optimizer, task, data, evaluation and export of a
+    pretraining run (`runtime.TrainingParts`), in the strategy's scope."""
     runtime.check_global_batch_size(flags.global_batch_size, run.replicas,
                                     flags.gradient_accumulation_steps)
     config = load_config(flags)
-    runtime.write_run_files(run, config, serving_record(flags), flags)
-    LOGGER.info(
-        "Pretraining with %s on %d replica(s): %s", type(run.strategy).__name__,
-        run.replicas, config,
-    )
-    strategy = run.strategy
-    with strategy.scope():
-        model = build_model("pretraining", BertEncoder(config))
-        optimizer = optimization.create_optimizer(
-            flags.optimizer,
-            learning_rate=flags.learning_rate,
-            train_steps=flags.train_steps,
-            warmup_steps=flags.warmup_steps,
-            weight_decay=flags.weight_decay,
-            model=None,
-            mixed_precision=flags.mixed_precision,
-        )
-        step = runtime.step_variable()
-        _build(model, optimizer, flags)  # Every variable exists before restoring.
-    task = BertPretrainingTask(model)
-    train_iterator, checkpoints, current_step = runtime.training_state(
-        run,
-        lambda seed: dataset_function(flags, flags.global_batch_size, training=True,
-                                      seed=seed),
-        flags.seed, flags.keep_checkpoints, model=model, optimizer=optimizer, step=step,
-    )
-    loop = TrainingLoop(
-        strategy, task, optimizer,
-        gradient_accumulation_steps=flags.gradient_accumulation_steps,
-        clip_norm=flags.clip_norm, jit_compile=flags.jit_compile,
-    )
-
-    logs = summaries.RunLogs(flags.model_dir, run.chief, flags.profile_steps)
-    logs.writers.hparams(_hparams(flags, config, strategy), HPARAMS_METRICS)
-    samples = sample_writer(flags, model, run)
+    model = build_model("pretraining", BertEncoder(config))
+    optimizer = optimization.optimizer_from_flags(flags)
+    _build(model, optimizer, flags)  # Every variable exists before restoring.
     evaluator = None
     if flags.eval_data:
-        eval_dataset = strategy.distribute_datasets_from_function(
-            dataset_function(flags, flags.global_batch_size, training=False)
-        )
-        evaluator = lambda: evaluate(loop, iter(eval_dataset), flags.eval_steps)  # noqa: E731
-    schedule = LoopSchedule(
-        train_steps=flags.train_steps,
-        log_every_steps=flags.log_every_steps,
-        checkpoint_every_steps=flags.checkpoint_every_steps,
-        eval_every_steps=flags.eval_every_steps,
-        stop_time_seconds=flags.stop_time_hours * 3600,
-        progress_every_seconds=flags.progress_every_seconds,
+        eval_dataset = run.strategy.distribute_datasets_from_function(
+            dataset_function(flags, flags.global_batch_size, training=False))
+        evaluator = lambda loop, writers, step: (  # noqa: E731
+            lambda: evaluate(loop, iter(eval_dataset), flags.eval_steps))
+    return runtime.TrainingParts(
+        model=model,
+        optimizer=optimizer,
+        task=BertPretrainingTask(model),
+        dataset_function=lambda seed: dataset_function(
+            flags, flags.global_batch_size, training=True, seed=seed),
+        config=config.to_dict(),
+        serving_record=serving_record(flags),
+        model_settings=config.to_dict(),
+        hparams_metrics=HPARAMS_METRICS,
+        evaluator=evaluator,
+        samples=sample_writer(flags, model, run),
         images_every_steps=flags.attention_images_every_steps,
+        export=lambda run: runtime.export_at_end(
+            run, export_trained_model, model, flags.export_dir,
+            vocab_file=flags.vocab_file or None, lower_case=flags.do_lower_case,
+            sequence_length=flags.max_seq_length),
     )
-    try:
-        loss = train(loop, train_iterator, checkpoints, logs, schedule,
-                     optimization.learning_rate_schedule(optimizer), current_step,
-                     evaluator=evaluator, samples=samples)
-        if flags.export_dir:
-            runtime.export_at_end(
-                run, export_trained_model, model, flags.export_dir,
-                vocab_file=flags.vocab_file or None, lower_case=flags.do_lower_case,
-                sequence_length=flags.max_seq_length,
-            )
-    finally:
-        logs.close()
-        checkpoints.close()
-    LOGGER.info("Training finished at step %d.", int(step.numpy()))
-    return loss
 
 
 def _build(model, optimizer, flags):
@@ -270,11 +227,7 @@ def _build(model, optimizer, flags):
     optimizer.build(model.trainable_variables)
 
 
-def main(argv=None):
-    runtime.configure_logging()
-    flags = parse_flags(argv)
-    check_paths(flags)
-    return run(flags)
+main = runtime.main_function(__name__, parse_flags, check_paths, run)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,13 @@
-"""What every training entry point does around its training: start the run
-(dtype policy, strategy, model_dir, seed), check the batch against the
-replicas, and export the trained model at the end."""
+"""What every training entry point does around its training.
+
+`train_run` is the run skeleton: it starts the run (dtype policy,
+strategy, model_dir, seed), lets the entry point build its model, optimizer
+and task in the strategy's scope (`TrainingParts`), writes the run's files,
+restores the checkpoints, runs the shared loop of `trainer.training_loop`
+with the run's logs and evaluation, and exports at the end. An entry point
+(`trainer.pretrain`, `trainer.translate`) fills it with what is particular
+to its family; `main_function` gives it the common `main`.
+"""
 
 import dataclasses
 import logging
@@ -11,8 +18,9 @@ import keras
 import tensorflow as tf
 
 from tfnlp.command_line import UsageError, verbose_requested
-from trainer import distribution, run_files
+from trainer import distribution, optimization, run_files, summaries
 from trainer.checkpoints import Checkpoints, latest_step
+from trainer.training_loop import LoopSchedule, TrainingLoop, train
 
 LOGGER = logging.getLogger(__name__)
 
@@ -109,10 +117,11 @@ def export_at_end(run, export, model, export_dir, **options):
 
 def write_run_files(run, config, serving_record, flags):
     """Writes the run's `flags.yaml` (the parsed `flags`), `config.json`
-    (`config.to_json`) and `serving.json` (on the chief only)."""
+    (`config`, a JSON-serializable dict) and `serving.json` (on the chief
+    only)."""
     if run.chief:
         run_files.write_flags(run.model_dir, flags)
-        config.to_json(os.path.join(run.model_dir, run_files.CONFIG_FILE))
+        run_files.write_json(os.path.join(run.model_dir, run_files.CONFIG_FILE), config)
         run_files.write_serving_record(run.model_dir, serving_record)
 
 
@@ -153,3 +162,134 @@ def training_state(run, dataset_function, seed, keep, **tracked):
     checkpoints = Checkpoints(tf.train.Checkpoint(**tracked), run.model_dir, tracked["step"],
                               keep=keep, chief=run.chief, task_id=run.task_id)
     return train_iterator, checkpoints, checkpoints.restore_latest()
+
+
+@dataclasses.dataclass
+class TrainingParts:
+    """What an entry point gives the run skeleton (`train_run`).
+
+    Attributes:
+        model: the Keras model, built in the strategy's scope with every
+            variable created (so that checkpoints restore into it).
+        optimizer: its optimizer, built on the model's variables.
+        task: the `trainer.tasks.TrainingTask` of the model.
+        dataset_function: `seed -> (input_context -> tf.data.Dataset)`, the
+            training data for `distribute_datasets_from_function`.
+        config: the model's config for `config.json` (a JSON dict).
+        serving_record: what `trainer.export` needs besides the checkpoints
+            (`serving.json`).
+        model_settings: the model's settings shown as `model/NAME` in the
+            HParams tab (numbers, strings and booleans).
+        hparams_metrics: the `(summary folder, tag)` pairs the HParams tab
+            compares runs by.
+        evaluator: None, or `(loop, writers, step) -> (() -> metrics)`, given
+            the `TrainingLoop`, the run's `SummaryWriters` and the step
+            variable: the evaluation run at `--eval_every_steps` and at
+            the end.
+        samples: None, or `(writers, step)`: pictures and sample text
+            written every `images_every_steps`.
+        images_every_steps: steps between `samples` calls (0: none).
+        export: None, or `run -> None`, called on every worker at the end
+            when `--export_dir` is given (see `export_at_end`).
+    """
+
+    model: keras.Model
+    optimizer: keras.optimizers.Optimizer
+    task: object
+    dataset_function: object
+    config: dict
+    serving_record: dict
+    model_settings: dict
+    hparams_metrics: tuple = ()
+    evaluator: object = None
+    samples: object = None
+    images_every_steps: int = 0
+    export: object = None
+
+
+def train_run(flags, build, description):
+    """Runs a training job as the flags say; returns the last step's loss.
+
+    Args:
+        flags: the parsed flags, with those of `trainer.run_flags`
+            (distribution, loop training and output flags, `--model_dir`,
+            `--seed`, `--train_steps`, `--export_dir`).
+        build: `run -> TrainingParts`, called in the strategy's scope.
+        description: what is trained, for the first log line ("BERT
+            pretraining").
+    """
+    run = start_run(flags.model_dir, flags.strategy, flags.tpu, flags.mixed_precision,
+                    flags.seed)
+    with run.strategy.scope():
+        parts = build(run)
+        step = step_variable()
+    write_run_files(run, parts.config, parts.serving_record, flags)
+    LOGGER.info("%s with %s on %d replica(s): %s (%s parameters).", description,
+                type(run.strategy).__name__, run.replicas, flags.config,
+                f"{parts.model.count_params():,}")
+    train_iterator, checkpoints, current_step = training_state(
+        run, parts.dataset_function, flags.seed, flags.keep_checkpoints,
+        model=parts.model, optimizer=parts.optimizer, step=step,
+    )
+    loop = TrainingLoop(
+        run.strategy, parts.task, parts.optimizer,
+        gradient_accumulation_steps=flags.gradient_accumulation_steps,
+        clip_norm=flags.clip_norm, jit_compile=flags.jit_compile,
+    )
+    logs = summaries.RunLogs(flags.model_dir, run.chief, flags.profile_steps)
+    try:
+        logs.writers.hparams(hparams(flags, parts.model_settings, run), parts.hparams_metrics)
+        evaluator = parts.evaluator(loop, logs.writers, step) if parts.evaluator else None
+        loss = train(loop, train_iterator, checkpoints, logs, loop_schedule(flags, parts),
+                     optimization.learning_rate_schedule(parts.optimizer), current_step,
+                     evaluator=evaluator, samples=parts.samples)
+        if flags.export_dir and parts.export is not None:
+            parts.export(run)
+    finally:
+        logs.close()
+        checkpoints.close()
+    LOGGER.info("Training finished at step %d.", int(step.numpy()))
+    return loss
+
+
+def loop_schedule(flags, parts):
+    """The `LoopSchedule` of the loop flags."""
+    return LoopSchedule(
+        train_steps=flags.train_steps,
+        log_every_steps=flags.log_every_steps,
+        checkpoint_every_steps=flags.checkpoint_every_steps,
+        eval_every_steps=flags.eval_every_steps,
+        stop_time_seconds=flags.stop_time_hours * 3600,
+        progress_every_seconds=flags.progress_every_seconds,
+        images_every_steps=parts.images_every_steps if parts.samples else 0,
+    )
+
+
+def hparams(flags, model_settings, run):
+    """The HParams tab's values: every flag, the model's settings
+    (`model/NAME`) and the number of replicas."""
+    values = {f"model/{name}": value for name, value in model_settings.items()
+              if isinstance(value, (bool, int, float, str))}
+    values.update(vars(flags))
+    values["replicas"] = run.replicas
+    return values
+
+
+def main_function(module_name, parse_flags, check_paths, run):
+    """The `main(argv=None)` of a training entry point: logging set up, the
+    flags parsed and their paths checked before `run(flags)`.
+
+    Args:
+        module_name: the entry point's `__name__`; `run_main` names the
+            program after it ("python -m trainer.pretrain").
+        parse_flags, check_paths, run: the entry point's functions.
+    """
+
+    def main(argv=None):
+        configure_logging()
+        flags = parse_flags(argv)
+        check_paths(flags)
+        return run(flags)
+
+    main.__module__ = module_name
+    return main

@@ -9,20 +9,10 @@ gradient accumulation inside `strategy.run`. So the step is written here,
 with `strategy.run` inside a `tf.function`.
 
 The task. What is particular to a model family comes from a task object
-(`trainer.tasks`; `BertPretrainingTask` is the first):
-
-- `model`: the Keras model, built under `strategy.scope()`;
-- `forward(batch, training)`: the model's outputs on a batch (the model
-  called on the batch, or on inputs the task derives from it);
-- `batch_totals(batch)`: a dict of scalar counts whose sums over the
-  global batch normalise the loss (for BERT: the masked-LM weight and the
-  examples);
-- `loss(batch, outputs, totals)`: this replica's share of the loss of the
-  global batch, `totals` being the global sums of `batch_totals`;
-- `sum_names` and `sums(batch, outputs)`: float32 scalars (summed losses,
-  correct predictions, counts, with at least `examples` and `tokens` for
-  the throughput) that the loop adds up over micro-batches and replicas;
-- `results(totals)`: the metrics of sums added up over steps, on the host.
+that has every member of `trainer.tasks.TrainingTask` (the model, its
+forward pass, the loss normalisers, the loss, the summed figures of a
+batch, the metrics derived from them and the per-step log record);
+`TrainingLoop` checks them when it is built.
 
 Loss over replicas. Each replica first sums (all-reduce) the
 `batch_totals` of its share of the global batch; its loss is normalised by
@@ -62,6 +52,7 @@ import tensorflow as tf
 
 from trainer import optimization
 from trainer.progress import Progress
+from trainer.tasks.task import check_task
 
 LOGGER = logging.getLogger(__name__)
 
@@ -100,7 +91,7 @@ class TrainingLoop:
 
     Args:
         strategy: the `tf.distribute.Strategy`.
-        task: the training task (see the module docstring).
+        task: the training task (`trainer.tasks.TrainingTask`).
         optimizer: a Keras optimizer (possibly a `LossScaleOptimizer`),
             built on `task.model.trainable_variables`.
         gradient_accumulation_steps: micro-batches per replica batch; the
@@ -151,6 +142,7 @@ class TrainingLoop:
                 "gradient_accumulation_steps must be at least 1 (1: no "
                 f"accumulation). Received: {gradient_accumulation_steps}."
             )
+        check_task(task)
         self.strategy = strategy
         self.task = task
         self.model = task.model

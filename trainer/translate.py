@@ -52,17 +52,11 @@ from tfnlp.data import count_long_pairs, translation_dataset
 from tfnlp.data.file_names import SENTENCEPIECE_MODEL, STATS_FILE
 from tfnlp.data.translation_schema import INPUTS
 from tfnlp.text import SentencePieceTokenizer
-from trainer import optimization, runtime, summaries
+from trainer import optimization, runtime
 from trainer.run_flags import match_data_files
-from trainer.run_files import (
-    CONFIG_FILE,
-    read_json,
-    write_flags,
-    write_json,
-    write_serving_record,
-)
+from trainer.run_files import read_json
 from trainer.tasks import TranslationTask
-from trainer.training_loop import LoopSchedule, TrainingLoop, evaluate, train
+from trainer.training_loop import evaluate
 from trainer.translate_flags import check_paths, parse_flags
 from trainer.translation_eval import TranslationEvaluator, Translator
 from trainer.translation_models import (
@@ -154,16 +148,6 @@ HPARAMS_METRICS = (
 )
 
 
-def _hparams(flags, model, strategy):
-    """The HParams tab's values: every flag, the model's settings
-    (`model/...`) and the number of replicas."""
-    values = {f"model/{name}": value for name, value in model.get_config().items()
-              if isinstance(value, (bool, int, float, str))}
-    values.update(vars(flags))
-    values["replicas"] = strategy.num_replicas_in_sync
-    return values
-
-
 def make_evaluator(loop, strategy, eval_files, flags, scorer, step, writers, best_model):
     """The evaluation of the host loop: the loss over every validation
     batch (on every replica), then decoding and scoring with `scorer`."""
@@ -183,8 +167,13 @@ def make_evaluator(loop, strategy, eval_files, flags, scorer, step, writers, bes
 
 def run(flags):
     """Trains as the flags say; returns the final step's loss."""
-    run = runtime.start_run(flags.model_dir, flags.strategy, flags.tpu,
-                            flags.mixed_precision, flags.seed)
+    return runtime.train_run(flags, lambda run: build_training(flags, run),
+                             "Translation training")
+
+
+def build_training(flags, run):
+    """The model, optimizer, task, data, evaluation and export of a
+    translation run (`runtime.TrainingParts`), in the strategy's scope."""
     train_files = match_data_files("--train_data", flags.train_data, DATA_WRITER)
     eval_files = (match_data_files("--eval_data", flags.eval_data, DATA_WRITER)
                   if flags.eval_data else [])
@@ -192,83 +181,46 @@ def run(flags):
     tokenizer = SentencePieceTokenizer(model_file=vocab_file)
     if run.chief:
         report_long_pairs(train_files, flags.max_length)
-    strategy = run.strategy
-    with strategy.scope():
-        model = build_translation_model(flags, tokenizer.vocabulary_size)
-        optimizer = optimization.create_optimizer(
-            flags.optimizer,
-            learning_rate=flags.learning_rate,
-            train_steps=flags.train_steps,
-            warmup_steps=flags.warmup_steps,
-            weight_decay=flags.weight_decay,
-            model=model,
-            mixed_precision=flags.mixed_precision,
-            beta_2=flags.adam_beta_2,
-            epsilon=1e-9,
-            schedule=flags.learning_rate_schedule,
-        )
-        optimizer.build(model.trainable_variables)
-        step = runtime.step_variable()
-    if run.chief:
-        write_flags(flags.model_dir, flags)
-        write_json(os.path.join(flags.model_dir, CONFIG_FILE), run_config(model))
-        write_serving_record(flags.model_dir, serving_record(flags, vocab_file))
-    LOGGER.info("Translation training with %s on %d replica(s): %s (%d parameters)",
-                type(strategy).__name__, run.replicas, flags.config, model.count_params())
-
-    task = TranslationTask(model, label_smoothing=flags.label_smoothing)
-    train_iterator, checkpoints, current_step = runtime.training_state(
-        run, lambda seed: dataset_function(train_files, flags, training=True, seed=seed),
-        flags.seed, flags.keep_checkpoints, model=model, optimizer=optimizer, step=step,
-    )
-    loop = TrainingLoop(
-        strategy, task, optimizer,
-        gradient_accumulation_steps=flags.gradient_accumulation_steps,
-        clip_norm=flags.clip_norm, jit_compile=flags.jit_compile,
-    )
-
-    logs = summaries.RunLogs(flags.model_dir, run.chief, flags.profile_steps)
-    logs.writers.hparams(_hparams(flags, model, strategy), HPARAMS_METRICS)
+    model = build_translation_model(flags, tokenizer.vocabulary_size)
+    optimizer = optimization.optimizer_from_flags(
+        flags, model, beta_2=flags.adam_beta_2, epsilon=1e-9,
+        schedule=flags.learning_rate_schedule)
+    optimizer.build(model.trainable_variables)
     record = serving_record(flags, vocab_file)
-    translator = Translator(translation_signatures(model, record))
-    evaluator = scorer = None
     best_model = tf.train.Checkpoint(model=model)
+    scorer = None
     if eval_files:
-        scorer = TranslationEvaluator(translator, tokenizer, eval_files, flags.model_dir,
-                                      flags.sample_sentences, chief=run.chief,
-                                      alignment_heads=flags.alignment_heads)
-        evaluator = make_evaluator(loop, strategy, eval_files, flags, scorer, step,
-                                   logs.writers, best_model)
-    schedule = LoopSchedule(
-        train_steps=flags.train_steps,
-        log_every_steps=flags.log_every_steps,
-        checkpoint_every_steps=flags.checkpoint_every_steps,
-        eval_every_steps=flags.eval_every_steps,
-        stop_time_seconds=flags.stop_time_hours * 3600,
-        progress_every_seconds=flags.progress_every_seconds,
+        scorer = TranslationEvaluator(
+            Translator(translation_signatures(model, record)), tokenizer, eval_files,
+            flags.model_dir, flags.sample_sentences, chief=run.chief,
+            alignment_heads=flags.alignment_heads)
+
+    def evaluator(loop, writers, step):
+        return make_evaluator(loop, run.strategy, eval_files, flags, scorer, step, writers,
+                              best_model)
+
+    def export(run):
+        if scorer is not None and scorer.best.path():
+            best_model.read(scorer.best.path()).assert_consumed()
+        runtime.export_at_end(run, export_translation_model, model, flags.export_dir,
+                              record=record)
+
+    return runtime.TrainingParts(
+        model=model,
+        optimizer=optimizer,
+        task=TranslationTask(model, label_smoothing=flags.label_smoothing),
+        dataset_function=lambda seed: dataset_function(train_files, flags, training=True,
+                                                       seed=seed),
+        config=run_config(model),
+        serving_record=record,
+        model_settings=model.get_config(),
+        hparams_metrics=HPARAMS_METRICS,
+        evaluator=evaluator if scorer is not None else None,
+        export=export,
     )
-    try:
-        loss = train(loop, train_iterator, checkpoints, logs, schedule,
-                     optimization.learning_rate_schedule(optimizer), current_step,
-                     evaluator=evaluator)
-        if flags.export_dir:
-            if scorer is not None and scorer.best:
-                best_model.read(os.path.join(scorer.best_path, scorer.best["checkpoint"])
-                                ).assert_consumed()
-            runtime.export_at_end(run, export_translation_model, model, flags.export_dir,
-                                  record=record)
-    finally:
-        logs.close()
-        checkpoints.close()
-    LOGGER.info("Training finished at step %d.", int(step.numpy()))
-    return loss
 
 
-def main(argv=None):
-    runtime.configure_logging()
-    flags = parse_flags(argv)
-    check_paths(flags)
-    return run(flags)
+main = runtime.main_function(__name__, parse_flags, check_paths, run)
 
 
 if __name__ == "__main__":

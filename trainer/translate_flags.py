@@ -5,7 +5,8 @@ from tfnlp.command_line import (
     add_boolean_flag,
     check_input_file,
 )
-from tfnlp.models.seq2seq import ATTENTIONS, PRESETS, RNN_PRESETS
+from tfnlp.models.seq2seq import ATTENTIONS
+from trainer.model_registry import families_of, model_family
 from trainer.optimization import SCHEDULES
 from trainer.run_flags import (
     add_loop_output_flags,
@@ -16,7 +17,13 @@ from trainer.run_flags import (
 )
 
 LENGTH_PENALTIES = ("gnmt", "average", "none")
-MODELS = ("transformer", "rnn")
+MODELS = families_of("translation")
+
+
+def preset_names(models):
+    """`"transformer: base, small; rnn: ..."`, the presets of each model."""
+    return "; ".join(f"{name}: {', '.join(sorted(model_family(name).presets))}"
+                     for name in models)
 
 
 def add_decoding_flags(group, recorded=False):
@@ -82,8 +89,7 @@ def translation_parser():
     model.add_argument("--model", choices=MODELS, default="transformer",
                        help="TransformerSeq2Seq, or RNNSeq2Seq (the LSTM encoder-decoder).")
     model.add_argument("--config", default="tiny",
-                       help=f"A preset (transformer: {', '.join(sorted(PRESETS))}; rnn: "
-                            f"{', '.join(sorted(RNN_PRESETS))}) or a JSON file of the "
+                       help=f"A preset ({preset_names(MODELS)}) or a JSON file of the "
                             "model's constructor arguments (sizes); the flags below "
                             "override it.")
     model.add_argument("--dropout", type=float, default=0.3,
@@ -165,5 +171,5 @@ def check_paths(flags):
     if flags.vocab_file:
         check_input_file("--vocab_file", flags.vocab_file,
                          "the SentencePiece model (.model) of the data")
-    check_config_flag(flags.config, sorted(RNN_PRESETS if flags.model == "rnn" else PRESETS),
+    check_config_flag(flags.config, sorted(model_family(flags.model).presets),
                       f"a JSON file of the {flags.model} model's sizes")

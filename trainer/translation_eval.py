@@ -15,7 +15,6 @@ source file with `python -m trainer.translate_text` and run sacrebleu.
 """
 
 import logging
-import os
 
 import numpy as np
 import sacrebleu
@@ -25,8 +24,7 @@ from tfnlp.data import translation_dataset
 from tfnlp.data.translation_schema import INPUTS, TARGETS
 from tfnlp.models.seq2seq import DECODER_TOKEN_IDS, ENCODER_TOKEN_IDS, decoder_inputs
 from tfnlp.visualization import alignment_image, markdown_table
-from trainer import run_files
-from trainer.translation_models import BEST_DIRECTORY, BEST_FILE
+from trainer.checkpoints import BestCheckpoint
 
 LOGGER = logging.getLogger(__name__)
 
@@ -108,8 +106,7 @@ class TranslationEvaluator:
             for sentence in detokenize(tokenizer, batch[TARGETS])
         ]
         self.samples = _first_rows(self.batches, sample_sentences)
-        self.best_path = os.path.join(model_dir, BEST_DIRECTORY)
-        self.best = run_files.read_json(os.path.join(self.best_path, BEST_FILE), {})
+        self.best = BestCheckpoint(model_dir, "bleu", higher_is_better=True, chief=chief)
 
     def translate_all(self):
         """The detokenized translation of every validation sentence."""
@@ -127,12 +124,7 @@ class TranslationEvaluator:
         scores = corpus_scores(hypotheses, self.references)
         if self.chief and len(self.samples[INPUTS]):  # --sample_sentences=0: none
             self._log_samples(step, writers)
-            if scores["bleu"] > self.best.get("bleu", -1.0):
-                path = checkpoint.write(os.path.join(self.best_path, "ckpt"))
-                self.best = {"step": step, "checkpoint": os.path.basename(path), **scores}
-                run_files.write_json(os.path.join(self.best_path, BEST_FILE), self.best)
-                LOGGER.info("Validation BLEU %.2f is the best so far: saved %s.",
-                            scores["bleu"], path)
+        self.best.update(step, scores, checkpoint)
         return scores
 
     def _pieces(self, ids):

@@ -16,40 +16,21 @@ import tensorflow as tf
 from tfnlp import decoding
 from tfnlp.export.saved_model import write_next_version
 from tfnlp.export.translation_signatures import TranslationSignatures
-from tfnlp.models.seq2seq import PRESETS, RNN_PRESETS, RNNSeq2Seq, TransformerSeq2Seq
+from tfnlp.models.seq2seq import TransformerSeq2Seq
 from tfnlp.text import SentencePieceTokenizer
 from trainer import run_files
-from trainer.checkpoints import find_checkpoint
+from trainer.checkpoints import best_checkpoint, find_checkpoint
+from trainer.model_registry import model_family
 
 # The decoding settings of a serving record, with their command-line flags.
 DECODING_SETTINGS = ("beam_size", "length_penalty", "length_penalty_alpha",
                      "max_length_a", "max_length_b")
-BEST_DIRECTORY = "best"
-BEST_FILE = "best.json"
 
 
 def build_translation_model(flags, vocabulary_size):
     """The model of `--model` and `--config` (a preset of that model or a
     JSON file of its constructor arguments) with the model flags."""
-    arguments = dict(vocabulary_size=vocabulary_size, dropout=flags.dropout)
-    if flags.model == "rnn":
-        model_class, presets = RNNSeq2Seq, RNN_PRESETS
-        arguments["attention"] = flags.attention
-    else:
-        model_class, presets = TransformerSeq2Seq, PRESETS
-        arguments.update(norm_first=flags.norm_first,
-                         position_encoding=flags.position_encoding,
-                         max_sequence_length=max(flags.max_length, 256))
-    if flags.config in presets:
-        return model_class.from_preset(flags.config, **arguments)
-    sizes = run_files.read_json(flags.config)
-    if not isinstance(sizes, dict):
-        raise FileNotFoundError(
-            f"--config={flags.config!r} is neither a {flags.model} preset "
-            f"({', '.join(sorted(presets))}) nor a JSON file of {model_class.__name__} "
-            'arguments such as {"hidden_dim": 64, ...}.'
-        )
-    return model_class(**{**sizes, **arguments})
+    return model_family(flags.model).build_from_flags(flags, vocabulary_size=vocabulary_size)
 
 
 def run_config(model):
@@ -101,14 +82,6 @@ def export_translation_model(model, export_dir, record, text_signatures=True):
     signatures = translation.signatures(text_signatures)
     assets = {"tokenizer": translation.tokenizer.resource} if text_signatures else {}
     return write_next_version(export_dir, signatures, assets)
-
-
-def best_checkpoint(model_dir):
-    """The checkpoint of the best validation BLEU of a run, or None."""
-    best = run_files.read_json(os.path.join(model_dir, BEST_DIRECTORY, BEST_FILE), {})
-    if not best:
-        return None
-    return os.path.join(model_dir, BEST_DIRECTORY, best["checkpoint"])
 
 
 def load_translation_model(model_dir, checkpoint=""):

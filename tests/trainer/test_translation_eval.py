@@ -28,7 +28,7 @@ from tfnlp.models.seq2seq import DECODER_TOKEN_IDS, ENCODER_TOKEN_IDS
 from tfnlp.text import SentencePieceTokenizer
 from trainer import summaries
 from trainer.translation_eval import TranslationEvaluator, corpus_scores
-from trainer.translation_models import BEST_DIRECTORY, BEST_FILE
+from trainer.checkpoints import BEST_DIRECTORY, BEST_FILE
 
 PAIRS = dictionary_pairs(6, seed=2)
 SOURCES = [source for source, _ in PAIRS]
@@ -237,7 +237,7 @@ def test_keeps_the_checkpoint_of_the_best_bleu_not_a_tie_or_a_worse_one(
     best, value = run.best()
     assert best == {"step": 20, "checkpoint": best["checkpoint"], **scores[20]}
     assert value == 20
-    assert run.evaluator.best == best
+    assert run.evaluator.best.best == best
 
 
 def test_the_first_evaluation_is_kept_even_at_bleu_zero(processor, tokenizer, eval_file,
@@ -251,13 +251,21 @@ def test_the_first_evaluation_is_kept_even_at_bleu_zero(processor, tokenizer, ev
     assert (best["step"], best["bleu"], value) == (5, 0.0, 5)
 
 
+def test_the_best_checkpoint_is_kept_without_sample_sentences(processor, tokenizer,
+                                                               eval_file, tmp_path):
+    run = Run(tmp_path, processor, tokenizer, eval_file, sample_sentences=0)
+    run.evaluate(10, 1)
+    best, value = run.best()
+    assert (best["step"], value) == (10, 10)
+
+
 def test_a_resumed_run_keeps_the_best_of_its_earlier_evaluations(
         processor, tokenizer, eval_file, tmp_path):
     first = Run(tmp_path, processor, tokenizer, eval_file)
     first.evaluate(10, 1)
     kept, _ = first.best()
     resumed = Run(tmp_path, processor, tokenizer, eval_file)
-    assert resumed.evaluator.best == kept
+    assert resumed.evaluator.best.best == kept
     resumed.evaluate(20, 2)  # worse than step 10's
     assert resumed.best() == (kept, 10)
     better = resumed.evaluate(30, 0)

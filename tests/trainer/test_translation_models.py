@@ -23,10 +23,8 @@ from tfnlp.models import RNNSeq2Seq, TransformerSeq2Seq
 from tfnlp.text import SentencePieceTokenizer
 from trainer import export, translate_text
 from trainer.translate_flags import parse_flags
+from trainer.checkpoints import BEST_DIRECTORY, BEST_FILE, best_checkpoint
 from trainer.translation_models import (
-    BEST_DIRECTORY,
-    BEST_FILE,
-    best_checkpoint,
     build_translation_model,
     load_translation_model,
     make_decoder,

@@ -1,0 +1,42 @@
+"""The learning-rate schedules of `trainer.optimization.create_optimizer`."""
+
+import math
+
+import pytest
+
+from trainer.optimization import COSINE_FINAL_FRACTION, create_optimizer, learning_rate_schedule
+
+
+def rates(schedule, steps, learning_rate=1e-3, train_steps=1000, warmup_steps=100):
+    optimizer = create_optimizer("adamw", learning_rate, train_steps, warmup_steps=warmup_steps,
+                                 schedule=schedule)
+    return [float(learning_rate_schedule(optimizer)(step)) for step in steps]
+
+
+def test_cosine_warms_up_linearly_then_follows_the_cosine_to_a_tenth():
+    warmup, train_steps, peak = 100, 1000, 1e-3
+    steps = [0, 50, 100, 325, 550, 775, 1000]
+    expected = []
+    for step in steps:
+        if step < warmup:
+            expected.append(peak * step / warmup)
+        else:
+            progress = (step - warmup) / (train_steps - warmup)
+            cosine = 0.5 * (1 + math.cos(math.pi * progress))
+            expected.append(peak * (COSINE_FINAL_FRACTION + (1 - COSINE_FINAL_FRACTION) * cosine))
+    assert rates("cosine", steps) == pytest.approx(expected, rel=1e-5, abs=1e-12)
+
+
+def test_cosine_stays_at_its_floor_after_the_last_step():
+    assert rates("cosine", [1000, 1500]) == pytest.approx([1e-4, 1e-4], rel=1e-5)
+
+
+def test_linear_reaches_zero_and_inverse_sqrt_keeps_decaying():
+    assert rates("linear", [100, 1000]) == pytest.approx([1e-3, 0.0], abs=1e-9)
+    inverse = rates("inverse_sqrt", [100, 400])
+    assert inverse[1] == pytest.approx(inverse[0] / 2, rel=1e-5)
+
+
+def test_an_unknown_schedule_names_the_choices():
+    with pytest.raises(ValueError, match="linear, inverse_sqrt, cosine"):
+        rates("constant", [0])
