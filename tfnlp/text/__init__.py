@@ -4,7 +4,9 @@
   for tf.data, models and SavedModels;
 - `PlainBertTokenizer`: the same ids in plain Python, for Beam workers that
   do not load TensorFlow;
-- `pack_inputs`, `load_vocabulary`, `write_vocabulary`, `SPECIAL_TOKENS`.
+- `pack_inputs`, `load_vocabulary`, `write_vocabulary`, `SPECIAL_TOKENS`;
+- `CharacterTokenizer` (in-graph) and `PlainCharacterTokenizer` (plain
+  Python): the character vocabularies of the language-model data.
 
 Modules that need TensorFlow load on first use (`tfnlp.lazy_imports`).
 """
@@ -20,4 +22,6 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     "load_vocabulary": "vocabulary",
     "write_vocabulary": "vocabulary",
     "normalization": "normalization",
+    "CharacterTokenizer": "character_tokenizer",
+    "PlainCharacterTokenizer": "plain_character_tokenizer",
 })
