@@ -10,6 +10,9 @@
   tokens, bucketed by length (`bucket_lengths`, `bucket_batch_sizes`), with
   an evaluation mode that yields every pair once in a fixed order;
   `count_long_pairs` counts the pairs training would skip.
+- `language_model_schema`: the causal language-model record (`token_ids`,
+  `character_count`): `serialize_record`, `feature_spec`, `parse_examples`;
+  `language_model_reader`: `language_model_dataset` reads those shards.
 - `tfrecord_files`: what both readers do before parsing: matching the
   shard globs, detecting each file's compression (plain, gzip, zlib),
   reading the first record for a check, opening the files for `interleave`.
@@ -35,4 +38,7 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     "bucket_lengths": "translation_reader",
     "bucket_batch_sizes": "translation_reader",
     "count_long_pairs": "translation_reader",
+    "language_model_schema": "language_model_schema",
+    "language_model_reader": "language_model_reader",
+    "language_model_dataset": "language_model_reader",
 })

@@ -15,3 +15,11 @@ SENTENCEPIECE_MODEL = "sentencepiece.model"
 # The shard prefixes: DIR/<prefix>-SSSSS-of-NNNNN.tfrecord.
 PRETRAINING_SHARD_PREFIX = "pretraining"
 TRANSLATION_SHARD_PREFIX = "translation"
+# The language-model job (pipelines.lm_data): its shards, by split, and its
+# tokenizer: the descriptor that tfnlp.text.load_language_model_tokenizer
+# reads, and the vocabulary or model file it names.
+LANGUAGE_MODEL_TRAIN_PREFIX = "train"
+LANGUAGE_MODEL_VALIDATION_PREFIX = "validation"
+TOKENIZER_DESCRIPTOR = "tokenizer.json"
+CHARACTER_VOCABULARY = "characters.txt"
+WORDPIECE_VOCABULARY = "vocab.txt"
