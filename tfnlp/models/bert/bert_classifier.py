@@ -15,6 +15,7 @@ from tfnlp.models.bert.bert_encoder import (
     encoder_model_config,
     encoder_model_from_config,
 )
+from tfnlp.models.model_config import check_dropout, check_num_classes
 
 
 class BertFinetuningModel(keras.Model):
@@ -87,26 +88,6 @@ class BertFinetuningModel(keras.Model):
     @classmethod
     def from_config(cls, config):
         return encoder_model_from_config(cls, config)
-
-
-def check_num_classes(num_classes, model_name):
-    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
-        raise ValueError(
-            f"{model_name}: `num_classes` must be a positive integer (the "
-            f"number of labels). Received: {num_classes!r}."
-        )
-
-
-def check_dropout(dropout, model_name):
-    if (
-        isinstance(dropout, bool)
-        or not isinstance(dropout, (int, float))
-        or not 0.0 <= dropout < 1.0
-    ):
-        raise ValueError(
-            f"{model_name}: `dropout` must be a rate in [0, 1). "
-            f"Received: {dropout!r}."
-        )
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")

@@ -3,11 +3,8 @@
 import keras
 from keras import ops
 
-from tfnlp.models.bert.bert_classifier import (
-    BertFinetuningModel,
-    check_dropout,
-    check_num_classes,
-)
+from tfnlp.models.bert.bert_classifier import BertFinetuningModel
+from tfnlp.models.model_config import check_dropout, check_num_classes
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
