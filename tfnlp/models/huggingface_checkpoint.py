@@ -95,9 +95,9 @@ def _load_safetensors_file(file_path):
         ) from error
 
 
-def canonical_tensors(tensors, canonical_name, source, ignored=()):
-    """`tensors` keyed by `canonical_name(name)`, without the `ignored`
-    canonical names (buffers that are not weights).
+def canonical_tensors(tensors, canonical_name, source, is_ignored=None):
+    """`tensors` keyed by `canonical_name(name)`, without those whose
+    canonical name `is_ignored` (buffers that are not weights).
 
     Raises:
         ValueError: if two stored names have the same canonical name.
@@ -105,7 +105,7 @@ def canonical_tensors(tensors, canonical_name, source, ignored=()):
     canonical, sources = {}, {}
     for name, tensor in tensors.items():
         key = canonical_name(name)
-        if key in ignored:
+        if is_ignored is not None and is_ignored(key):
             continue
         if key in sources:
             raise ValueError(
@@ -153,3 +153,14 @@ def check_tensor_names(tensors, expected, source, model_name, description):
         f"{source} does not hold {model_name}'s weights; " + "; ".join(problems)
         + f". Expected {description}."
     )
+
+
+def check_tensor_shape(name, tensor, expected_shape, source, owner):
+    """Raises unless `tensor` (stored as `name`) has `expected_shape`, the
+    shape `owner` ("the encoder's config") needs."""
+    if tuple(tensor.shape) != tuple(expected_shape):
+        raise ValueError(
+            f"{source}: tensor {name!r} has shape {tuple(tensor.shape)}, but {owner} "
+            f"needs {tuple(expected_shape)} for it. The config.json does not match the "
+            "weights."
+        )

@@ -37,6 +37,10 @@ def preset_arguments(presets, name, owner, overrides=None):
     >>> preset_arguments(presets, "tiny", "Example", {"hidden_dim": 32})
     {'num_layers': 2, 'hidden_dim': 32}
     """
+    if not presets:
+        raise ValueError(
+            f"{owner} has no presets; build it from its constructor arguments."
+        )
     if name not in presets:
         raise ValueError(
             f"Unknown {owner} preset {name!r}; the presets are {', '.join(presets)}. "

@@ -29,6 +29,7 @@ from tfnlp.models.bert.bert_config import BertConfig
 from tfnlp.models.huggingface_checkpoint import (  # noqa: F401 (is_huggingface_directory)
     canonical_tensors,
     check_tensor_names,
+    check_tensor_shape,
     is_huggingface_directory,
     read_config,
     read_safetensors,
@@ -110,7 +111,7 @@ def read_huggingface_checkpoint(path):
     path = os.fspath(path)
     config = BertConfig.from_huggingface_dict(read_config(path, "BERT"))
     tensors = canonical_tensors(read_safetensors(path), canonical_tensor_name, path,
-                                ignored=_IGNORED_TENSORS)
+                                is_ignored=_IGNORED_TENSORS.__contains__)
     encoder_tensors, head_tensors = {}, {}
     for name, tensor in tensors.items():
         if name.startswith(_HEAD_PREFIX):
@@ -219,12 +220,7 @@ def load_encoder_weights(encoder, encoder_tensors, source="the checkpoint"):
         tensor = np.asarray(encoder_tensors[name])
         variable_shape = tuple(variable.shape)
         expected_shape = _huggingface_shape(variable_shape, layout)
-        if tensor.shape != expected_shape:
-            raise ValueError(
-                f"{source}: tensor {name!r} has shape {tensor.shape}, but the "
-                f"encoder's config needs {expected_shape} for it. The "
-                "config.json does not match the weights."
-            )
+        check_tensor_shape(name, tensor, expected_shape, source, "the encoder's config")
         if isinstance(layout, int):
             tensor = tensor.T
         variable.assign(tensor.reshape(variable_shape).astype(variable.dtype))

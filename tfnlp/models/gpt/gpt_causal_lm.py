@@ -1,0 +1,165 @@
+"""The GPT language model: the backbone and the tied output embedding."""
+
+import keras
+from keras import ops
+
+from tfnlp.models.generative_model import GenerativeModel
+from tfnlp.models.gpt import huggingface
+from tfnlp.models.gpt.gpt_backbone import GPT_PRESETS, GPTBackbone, split_inputs
+from tfnlp.models.preset_model import constructor_argument_names
+
+
+@keras.saving.register_keras_serializable(package="tfnlp")
+class GPTCausalLM(GenerativeModel):
+    """A GPT-2-style language model: the logits of each next token.
+
+    A `GPTBackbone` (built from the same arguments, as `self.backbone`)
+    gives the final hidden states, and the token embedding, transposed,
+    projects them to the vocabulary: `logits = h · Eᵀ`, one matrix for the
+    input and the output embedding (as GPT-2, without a bias).
+
+    For `tfnlp.decoding`, the model caches the keys and values of every
+    block: `initial_cache(batch_size, max_length)` makes an empty cache,
+    `prefill(token_ids, cache)` fills it for a prompt in one forward pass,
+    and `decode_step(token_ids, cache, index)` is the decoders' step
+    function. Cached decoding gives the logits of the full forward pass.
+
+    Args:
+        vocabulary_size, num_layers, num_heads, hidden_dim,
+        intermediate_dim, max_sequence_length, dropout, attention_dropout,
+        layer_norm_epsilon, activation, initializer_range: the backbone's
+            (see `GPTBackbone`).
+        end_token_id: the token that ends a generated sequence (GPT-2's
+            `<|endoftext|>` is 50256), or None.
+        dtype: the dtype policy of the layers (for example
+            "mixed_bfloat16"); the logits are float32 whatever it is.
+        **kwargs: standard `keras.Model` arguments.
+
+    Call arguments:
+        inputs: int token ids `(batch, length)`, or a dict with `token_ids`
+            and `padding_mask` (see `GPTBackbone`).
+        training: whether dropout is active.
+
+    Returns:
+        float32 logits `(batch, length, vocabulary_size)`: at position `i`,
+        those of the token at `i + 1`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> model = GPTCausalLM.from_preset("tiny", vocabulary_size=50)
+    >>> tuple(model(np.array([[5, 6, 7]])).shape)
+    (1, 3, 50)
+    >>> cache = model.initial_cache(batch_size=1, max_length=4)
+    >>> logits, cache = model.prefill(np.array([[5, 6, 7]]), cache)
+    >>> next_logits, cache = model.decode_step(np.array([8]), cache, index=3)
+    >>> tuple(next_logits.shape)
+    (1, 50)
+
+    References:
+        - [Radford et al., 2019. Language Models are Unsupervised Multitask
+          Learners](https://openai.com/research/better-language-models)
+          (GPT-2)
+        - [Press & Wolf, 2017. Using the Output Embedding to Improve
+          Language Models](https://arxiv.org/abs/1608.05859) (tied
+          embeddings)
+        - [Pope et al., 2022. Efficiently Scaling Transformer Inference](
+          https://arxiv.org/abs/2211.05102) (the key/value cache, prefill
+          and decoding)
+    """
+
+    presets = GPT_PRESETS
+
+    def __init__(
+        self,
+        vocabulary_size,
+        num_layers=12,
+        num_heads=12,
+        hidden_dim=768,
+        intermediate_dim=None,
+        max_sequence_length=1024,
+        dropout=0.1,
+        attention_dropout=None,
+        layer_norm_epsilon=1e-5,
+        activation="gelu_approximate",
+        initializer_range=0.02,
+        end_token_id=None,
+        dtype=None,
+        **kwargs,
+    ):
+        super().__init__(dtype=dtype, **kwargs)
+        self.backbone = GPTBackbone(
+            vocabulary_size=vocabulary_size,
+            num_layers=num_layers,
+            num_heads=num_heads,
+            hidden_dim=hidden_dim,
+            intermediate_dim=intermediate_dim,
+            max_sequence_length=max_sequence_length,
+            dropout=dropout,
+            attention_dropout=attention_dropout,
+            layer_norm_epsilon=layer_norm_epsilon,
+            activation=activation,
+            initializer_range=initializer_range,
+            dtype=self.dtype_policy,
+            name="backbone",
+        )
+        # The backbone's arguments are this model's too (its config).
+        for name in constructor_argument_names(GPTBackbone):
+            setattr(self, name, getattr(self.backbone, name))
+        self.end_token_id = end_token_id
+        self.built = True
+
+    @classmethod
+    def from_huggingface(cls, path, **overrides):
+        """The model of a Hugging Face GPT-2 checkpoint directory
+        (`config.json` + `model.safetensors`, see
+        `tfnlp.models.gpt.huggingface`); `overrides` change constructor
+        arguments (dropout, dtype, ...) but not the sizes."""
+        checkpoint = huggingface.read_checkpoint(path)
+        model = cls(**{**checkpoint.arguments, "end_token_id": checkpoint.end_token_id,
+                       **huggingface.checked_overrides(overrides, path)})
+        huggingface.load_backbone_weights(model.backbone, checkpoint.tensors, path)
+        return model
+
+    @property
+    def max_positions(self):
+        """The longest sequence the model decodes: `max_sequence_length`."""
+        return self.max_sequence_length
+
+    # === Forward pass ===
+
+    def call(self, inputs, training=None):
+        token_ids, padding_mask = split_inputs(inputs)
+        return self.logits(self.backbone.forward(token_ids, padding_mask, training=training)[0])
+
+    def logits(self, hidden_states):
+        """The tied output projection `h · Eᵀ`, in float32."""
+        embeddings = ops.cast(self.backbone.token_embedding.embeddings, hidden_states.dtype)
+        return ops.cast(ops.matmul(hidden_states, ops.transpose(embeddings)), "float32")
+
+    # === Incremental decoding (the step contract of tfnlp.decoding) ===
+
+    def initial_cache(self, batch_size, max_length):
+        """An empty cache for `batch_size` sequences of up to `max_length`
+        positions (see `GPTBackbone.initial_cache`)."""
+        return self.backbone.initial_cache(batch_size, max_length)
+
+    def prefill(self, token_ids, cache, index=0):
+        """Writes the keys and values of `token_ids` (int `(batch,
+        length)`, at positions `index` to `index + length - 1`) into
+        `cache` in one forward pass.
+
+        Returns:
+            `(logits, cache)`: float32 `(batch, length, vocabulary_size)`,
+            the logits of the token after each position, and the cache.
+        """
+        hidden_states, cache = self.backbone.forward(
+            ops.cast(token_ids, "int32"), cache=cache, index=index)
+        return self.logits(hidden_states), cache
+
+    def decode_step(self, token_ids, cache, index):
+        """One decoding step: the logits `(batch, vocabulary_size)` of the
+        token after `token_ids` (int `(batch,)`, at position `index`), and
+        the cache with this position's keys and values written in."""
+        logits, cache = self.prefill(ops.cast(token_ids, "int32")[:, None], cache, index)
+        return logits[:, 0, :], cache
