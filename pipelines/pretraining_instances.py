@@ -299,68 +299,83 @@ def create_masked_lm_predictions(token_ids, rng, config):
         counts {"mask": n, "random": n, "unchanged": n}. A random
         replacement that draws the original id still counts as "random".
     """
-    cls_id = config.cls_id
-    sep_id = config.sep_id
     num_to_predict = min(
         config.max_predictions_per_seq,
         max(1, int(round(len(token_ids) * config.masked_lm_prob))),
     )
+    cls_id = config.cls_id
+    sep_id = config.sep_id
+    candidates = [
+        position
+        for position, token_id in enumerate(token_ids)
+        if token_id != cls_id and token_id != sep_id
+    ]
     if config.do_whole_word_mask:
-        continuation_ids = config.continuation_ids
-        words = []
-        for position, token_id in enumerate(token_ids):
-            if token_id == cls_id or token_id == sep_id:
-                continue
-            # As in the original, a "##" piece joins the previous candidate
-            # word, even across a [SEP] (after a front truncation of B).
-            if words and token_id in continuation_ids:
-                words[-1].append(position)
-            else:
-                words.append([position])
+        words = _whole_words(candidates, token_ids, config.continuation_ids)
         rng.shuffle(words)
+        words = _words_that_fit(words, num_to_predict)
+        positions = sorted(position for word in words for position in word)
     else:
-        candidates = [
-            position
-            for position, token_id in enumerate(token_ids)
-            if token_id != cls_id and token_id != sep_id
-        ]
         # Shuffling every candidate and taking the first `num_to_predict`
         # (the original) picks a uniformly random subset; `sample` picks the
         # same distribution with `num_to_predict` draws instead of one per
-        # candidate, which was half the job's time.
+        # candidate.
         chosen = rng.sample(candidates, min(num_to_predict, len(candidates)))
         words = [(position,) for position in chosen]
-    mask_id = config.mask_id
-    last_id = config.vocab_size - 1
-    counts = {MASK: 0, RANDOM: 0, UNCHANGED: 0}
-    predictions = []  # (position, original id)
-    # The original also skips a word whose positions are already covered;
-    # the words here partition the candidate positions, so that never
-    # happens and needs no check (no random draw depends on it).
+        positions = sorted(chosen)
+    labels = [token_ids[position] for position in positions]
+    masked = []
+    randomized = 0
     for word in words:
-        if len(predictions) >= num_to_predict:
-            break
-        if len(predictions) + len(word) > num_to_predict:
-            continue
         # One decision per word (per piece in the original, see the module
         # docstring); for a one-piece word the draws are the original's.
         if rng.random() < 0.8:
-            kind = MASK
+            masked += word
         elif rng.random() < 0.5:
-            kind = UNCHANGED
+            continue
         else:
-            kind = RANDOM
-        counts[kind] += len(word)
-        for position in word:
-            predictions.append((position, token_ids[position]))
-            if kind is MASK:
-                token_ids[position] = mask_id
-            elif kind is RANDOM:
-                token_ids[position] = rng.randint(0, last_id)
-    predictions.sort()
-    positions = [position for position, _ in predictions]
-    labels = [label for _, label in predictions]
-    return token_ids, positions, labels, counts
+            for position in word:
+                token_ids[position] = rng.randint(0, config.vocab_size - 1)
+            randomized += len(word)
+    mask_id = config.mask_id
+    for position in masked:
+        token_ids[position] = mask_id
+    replacements = {
+        MASK: len(masked),
+        RANDOM: randomized,
+        UNCHANGED: len(positions) - len(masked) - randomized,
+    }
+    return token_ids, positions, labels, replacements
+
+
+def _whole_words(candidates, token_ids, continuation_ids):
+    """The candidate positions grouped into words: a "##" piece joins the
+    word before it, as in the original even across a [SEP] (after a front
+    truncation of B)."""
+    words = []
+    for position in candidates:
+        if words and token_ids[position] in continuation_ids:
+            words[-1].append(position)
+        else:
+            words.append([position])
+    return words
+
+
+def _words_that_fit(words, num_to_predict):
+    """The words, in order, that the original masks: it stops at
+    `num_to_predict` positions and skips a word that would exceed it. (It
+    also skips a word whose positions are already covered; these words
+    partition the candidates, so that never happens.)"""
+    chosen = []
+    covered = 0
+    for word in words:
+        if covered >= num_to_predict:
+            break
+        if covered + len(word) > num_to_predict:
+            continue
+        chosen.append(word)
+        covered += len(word)
+    return chosen
 
 
 def create_instances_from_document(documents, document_index, rng, config):
@@ -379,6 +394,23 @@ def create_instances_from_document(documents, document_index, rng, config):
         A list of `TrainingInstance`s, in document order (empty for a
         document without sentences).
     """
+    return list(generate_instances_from_document(documents, document_index, rng, config))
+
+
+def generate_instances_from_document(documents, document_index, rng, config):
+    """`create_instances_from_document`, one instance at a time.
+
+    The same instances from the same random draws, made as they are asked
+    for: a caller that writes each one out before asking for the next
+    holds one instance at a time, not a whole document's.
+
+    Args:
+        documents, document_index, rng, config: as for
+            `create_instances_from_document`.
+
+    Yields:
+        The document's `TrainingInstance`s, in document order.
+    """
     document = documents[document_index]
     max_num_tokens = config.max_seq_length - 3
     target_seq_length = max_num_tokens
@@ -388,7 +420,6 @@ def create_instances_from_document(documents, document_index, rng, config):
     cls_id = config.cls_id
     sep_id = config.sep_id
     last_document_index = len(documents) - 1
-    instances = []
     chunk = []
     chunk_length = 0
     i = 0
@@ -401,7 +432,9 @@ def create_instances_from_document(documents, document_index, rng, config):
             a_end = 1
             if len(chunk) >= 2:
                 a_end = rng.randint(1, len(chunk) - 1)
-            tokens_a = [token_id for part in chunk[:a_end] for token_id in part]
+            tokens_a = []
+            for part in chunk[:a_end]:
+                tokens_a.extend(part)
 
             tokens_b = []
             if len(chunk) == 1 or rng.random() < 0.5:
@@ -447,18 +480,15 @@ def create_instances_from_document(documents, document_index, rng, config):
                 input_ids, positions, labels, replacements = (
                     create_masked_lm_predictions(input_ids, rng, config)
                 )
-            instances.append(
-                TrainingInstance(
-                    input_ids=input_ids,
-                    segment_ids=segment_ids,
-                    masked_lm_positions=positions,
-                    masked_lm_ids=labels,
-                    is_random_next=is_random_next,
-                    truncated=truncated,
-                    replacements=replacements,
-                )
+            yield TrainingInstance(
+                input_ids=input_ids,
+                segment_ids=segment_ids,
+                masked_lm_positions=positions,
+                masked_lm_ids=labels,
+                is_random_next=is_random_next,
+                truncated=truncated,
+                replacements=replacements,
             )
             chunk = []
             chunk_length = 0
         i += 1
-    return instances

@@ -13,6 +13,7 @@ from pipelines.pretraining_instances import (
     create_masked_lm_predictions,
     document_key,
     document_seed,
+    generate_instances_from_document,
     truncate_seq_pair,
 )
 
@@ -411,7 +412,62 @@ def test_sampled_positions_have_the_distribution_of_the_original_shuffle():
         assert count / trials == pytest.approx(5 / 8, abs=0.015)
 
 
+def sampled_masking(token_ids, rng, config):
+    """The plain path's draws, written out: `sample` picks the positions
+    among the non-special ones, then each position in the order drawn gets
+    its [MASK] / unchanged / random decision (and a random id)."""
+    output = list(token_ids)
+    candidates = [p for p, t in enumerate(output) if t not in (CLS_ID, SEP_ID)]
+    count = min(expected_predictions(len(output), config), len(candidates))
+    counts = collections.Counter(mask=0, random=0, unchanged=0)
+    chosen = rng.sample(candidates, count)
+    labels = {position: output[position] for position in chosen}
+    for position in chosen:
+        if rng.random() < 0.8:
+            output[position] = MASK_ID
+            counts["mask"] += 1
+        elif rng.random() < 0.5:
+            counts["unchanged"] += 1
+        else:
+            output[position] = rng.randint(0, config.vocab_size - 1)
+            counts["random"] += 1
+    positions = sorted(chosen)
+    return output, positions, [labels[p] for p in positions], dict(counts)
+
+
+def test_the_plain_path_keeps_its_random_draws():
+    # The records of a seed depend on these draws: the same positions,
+    # decisions and random ids, in the same order, whatever the code.
+    config = make_config(vocab_size=500, max_predictions_per_seq=7)
+    rng = random.Random(8)
+    for length in list(range(3, 60)) * 20:
+        ids = [CLS_ID] + [rng.randrange(10, 500) for _ in range(length - 2)] + [SEP_ID]
+        # A [SEP] or [CLS] id inside a segment is no candidate either.
+        if length > 5 and rng.random() < 0.2:
+            ids[rng.randrange(1, length - 1)] = rng.choice((CLS_ID, SEP_ID))
+        seed = rng.random()
+        ours = create_masked_lm_predictions(list(ids), random.Random(seed), config)
+        assert ours == sampled_masking(ids, random.Random(seed), config)
+
+
 # --- dynamic masking, truncation, corner cases ---
+
+
+def test_instances_one_at_a_time_are_the_list_of_them():
+    # The same instances from the same draws, made only as they are asked for.
+    config = make_config(max_seq_length=48, short_seq_prob=0.3)
+    corpus = make_corpus(random.Random(11), 20)
+    for index in range(len(corpus)):
+        listed_rng, generated_rng = random.Random(index), random.Random(index)
+        listed = create_instances_from_document(corpus, index, listed_rng, config)
+        generated = generate_instances_from_document(corpus, index, generated_rng, config)
+        if len(listed) > 1:
+            # The later instances' draws are not made yet.
+            assert next(generated) == listed[0]
+            assert generated_rng.getstate() != listed_rng.getstate()
+            generated = [listed[0], *generated]
+        assert list(generated) == listed
+        assert generated_rng.getstate() == listed_rng.getstate()
 
 
 def test_dynamic_masking_leaves_ids_unmasked():
