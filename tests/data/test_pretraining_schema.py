@@ -1,4 +1,5 @@
 import collections
+import random
 import re
 
 import numpy as np
@@ -165,6 +166,39 @@ def test_serialized_bytes_are_deterministic():
     for name in reversed(FEATURE_NAMES):
         shuffled.features.feature[name].CopyFrom(reordered.features.feature[name])
     assert shuffled.SerializeToString(deterministic=True) == record
+
+
+def random_instance(rng, max_seq_length, max_predictions_per_seq):
+    length = rng.randint(1, max_seq_length)
+    predictions = rng.randint(0, min(length, max_predictions_per_seq))
+    segment_a = rng.randint(0, length)
+    return dict(
+        # Ids of one to five varint bytes, as the largest vocabularies need.
+        input_ids=[rng.randrange(1 << rng.choice((7, 14, 21, 28, 35))) for _ in range(length)],
+        segment_ids=[0] * segment_a + [1] * (length - segment_a),
+        masked_lm_positions=sorted(rng.sample(range(length), predictions)),
+        masked_lm_ids=[rng.randrange(30522) for _ in range(predictions)],
+        is_random_next=rng.random() < 0.5,
+    )
+
+
+def test_a_serializer_writes_the_original_writers_bytes_instance_after_instance():
+    """One `InstanceSerializer` fills its message anew for each instance: a
+    short instance after a long one, or one without predictions, keeps
+    nothing of the one before, and every record has the bytes of the
+    original writer's example (TensorFlow's deterministic serialization)."""
+    rng = random.Random(0)
+    serializer = pretraining_schema.InstanceSerializer(MAX_SEQ_LENGTH, MAX_PREDICTIONS)
+    for _ in range(300):
+        instance = random_instance(rng, MAX_SEQ_LENGTH, MAX_PREDICTIONS)
+        record = serializer.serialize(**instance)
+        expected = original_example(instance, MAX_SEQ_LENGTH, MAX_PREDICTIONS)
+        assert record == expected.SerializeToString(deterministic=True)
+        assert record == serialize(instance)
+    with pytest.raises(ValueError, match="strictly ascending"):
+        serializer.serialize(**dict(INSTANCE, masked_lm_positions=[6, 3]))
+    # A failed call leaves the serializer usable.
+    assert serializer.serialize(**INSTANCE) == serialize()
 
 
 def test_a_reader_written_for_the_original_parses_our_records():
