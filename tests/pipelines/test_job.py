@@ -1,10 +1,12 @@
 """`pipelines.job.run_job` ends a job with its counters, each top-level
 step's time and its summary line."""
 
+import gc
 import logging
 import time
 
 import apache_beam as beam
+import pytest
 
 from pipelines import job
 
@@ -59,3 +61,12 @@ def test_a_runner_without_monitoring_metrics_gives_no_step_times():
             raise NotImplementedError
 
     assert job.stage_seconds(Result()) == {}
+
+
+def test_objects_frozen_keeps_the_collector_off_them_until_exit():
+    with pytest.raises(RuntimeError):
+        with job.objects_frozen():
+            assert gc.get_freeze_count() > 0
+            raise RuntimeError("the run failed")
+    # Given back, also when the run fails.
+    assert gc.get_freeze_count() == 0
