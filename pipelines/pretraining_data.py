@@ -155,9 +155,11 @@ def bucket_of(key, corpus_tokens, pool_tokens):
     return int.from_bytes(key[:8], "big") % buckets
 
 
-def keyed_by_bucket(keyed_reference, corpus_tokens, pool_tokens):
-    """`(bucket, (key, reference))` for a `(key, reference)` pair."""
-    return bucket_of(keyed_reference[0], corpus_tokens, pool_tokens), keyed_reference
+def keyed_by_bucket(keyed_reference, token_counts, pool_tokens):
+    """`(bucket, (key, reference))` for a `(key, reference)` pair, given the
+    summed counts of `TokenizeDocuments` (whose "tokens" are the corpus's)."""
+    return (bucket_of(keyed_reference[0], token_counts["tokens"], pool_tokens),
+            keyed_reference)
 
 
 class _CreateBucketInstances(job.CountingDoFn):
@@ -166,13 +168,28 @@ class _CreateBucketInstances(job.CountingDoFn):
     The records leave through a shuffle buffer of `SHUFFLE_BUFFER_RECORDS`
     (seeded from the job's seed and the bucket), so that a document's
     instances do not reach the files side by side, while memory stays
-    bounded (the original shuffles all instances in memory).
+    bounded (the original shuffles all instances in memory). Each instance
+    is serialized as soon as it is made, so only records (bytes) are held.
     """
+
+    COUNTER_NAMES = (
+        "instances",
+        "instance_tokens",
+        "truncated_instances",
+        "random_next_instances",
+        "masked_positions",
+        *(f"replaced_{kind}" for kind in pretraining_instances.REPLACEMENT_KINDS),
+    )
 
     def __init__(self, config, dupe_factor, random_seed):
         self._config = config
         self._dupe_factor = dupe_factor
         self._seed = random_seed
+
+    def setup(self):
+        self._serializer = pretraining_schema.InstanceSerializer(
+            self._config.max_seq_length, self._config.max_predictions_per_seq
+        )
 
     def process(self, bucket_and_documents):
         bucket, keyed_documents = bucket_and_documents
@@ -186,36 +203,35 @@ class _CreateBucketInstances(job.CountingDoFn):
         yield from shuffled(self._records(keys, documents), shuffle_rng)
 
     def _records(self, keys, documents):
-        config = self._config
+        serialize = self._serializer.serialize
         for dupe_index in range(self._dupe_factor):
             for index, key in enumerate(keys):
                 rng = random.Random(
                     pretraining_instances.document_seed(self._seed, key, dupe_index)
                 )
-                for instance in pretraining_instances.create_instances_from_document(
-                    documents, index, rng, config
+                for instance in pretraining_instances.generate_instances_from_document(
+                    documents, index, rng, self._config
                 ):
                     self._record(instance)
-                    yield pretraining_schema.serialize_instance(
+                    yield serialize(
                         instance.input_ids,
                         instance.segment_ids,
                         instance.masked_lm_positions,
                         instance.masked_lm_ids,
                         instance.is_random_next,
-                        config.max_seq_length,
-                        config.max_predictions_per_seq,
                     )
 
     def _record(self, instance):
+        counts = self.counts
         length = len(instance.input_ids)
-        self.count("instances")
-        self.count("instance_tokens", length)
-        self.count(f"length_bin_{length // LENGTH_BIN}")
-        self.count("truncated_instances", instance.truncated)
-        self.count("random_next_instances", instance.is_random_next)
-        self.count("masked_positions", len(instance.masked_lm_positions))
+        counts["instances"] += 1
+        counts["instance_tokens"] += length
+        counts["truncated_instances"] += instance.truncated
+        counts["random_next_instances"] += instance.is_random_next
+        counts["masked_positions"] += len(instance.masked_lm_positions)
         for kind, value in instance.replacements.items():
-            self.count(f"replaced_{kind}", value)
+            counts[f"replaced_{kind}"] += value
+        self.count(f"length_bin_{length // LENGTH_BIN}")
 
 
 class CreatePretrainingRecords(beam.PTransform):
@@ -228,11 +244,13 @@ class CreatePretrainingRecords(beam.PTransform):
     by their content key, makes each bucket's instances
     (`pipelines.pretraining_instances`, one random generator per document
     and dupe pass) and serializes them (`tfnlp.data.pretraining_schema`).
-    It returns two PCollections: the records (bytes), and a single dict of
-    counts: `TokenizeDocuments`'s, plus "instances", "instance_tokens",
-    "length_bin_<n>" (instances of `16 n` to `16 n + 15` tokens),
-    "truncated_instances", "random_next_instances", "masked_positions" and
-    "replaced_<kind>" (names never counted may be missing).
+    It returns two PCollections: the records (bytes), and dicts of counts
+    that `job.SumCounts` adds up (one per bundle of each step, so that the
+    job sums all its counts once): `TokenizeDocuments`'s, plus "instances",
+    "instance_tokens", "length_bin_<n>" (instances of `16 n` to `16 n + 15`
+    tokens), "truncated_instances", "random_next_instances",
+    "masked_positions" and "replaced_<kind>" (names never counted may be
+    missing).
 
     Args:
         vocab_file: the WordPiece vocabulary (one token per line).
@@ -265,16 +283,16 @@ class CreatePretrainingRecords(beam.PTransform):
                 self.vocab_file, self.lower_case, self.token_directory
             )
         )
-        corpus_tokens = (
-            keyed_references
-            | "DocumentTokens" >> beam.Map(lambda keyed: keyed[1].tokens)
-            | "CorpusTokens" >> beam.CombineGlobally(sum)
-        )
+        # Without a default: a corpus whose tokenizing bundles sent no
+        # counts has no document to put in a bucket either.
+        token_totals = token_counts | "SumTokenCounts" >> beam.CombineGlobally(
+            job.SumCounts(["tokens"])
+        ).without_defaults()
         instances = (
             keyed_references
             | "Bucket" >> beam.Map(
                 keyed_by_bucket,
-                corpus_tokens=beam.pvalue.AsSingleton(corpus_tokens),
+                token_counts=beam.pvalue.AsSingleton(token_totals),
                 pool_tokens=self.random_pool_tokens,
             )
             | "GroupBuckets" >> beam.GroupByKey()
@@ -282,11 +300,7 @@ class CreatePretrainingRecords(beam.PTransform):
                 _CreateBucketInstances(self.config, self.dupe_factor, self.random_seed)
             ).with_outputs(job.COUNTS_TAG, main="records")
         )
-        counts = (
-            (token_counts, instances[job.COUNTS_TAG])
-            | "AllCounts" >> beam.Flatten()
-            | "SumCounts" >> beam.CombineGlobally(job.SumCounts())
-        )
+        counts = (token_counts, instances[job.COUNTS_TAG]) | "AllCounts" >> beam.Flatten()
         return instances.records, counts
 
 
@@ -392,10 +406,11 @@ def build_pipeline(pipeline, read_documents, create_records, output_dir, num_sha
             file_name_suffix=".tfrecord.gz" if gzip else ".tfrecord",
             compression_type=CompressionTypes.GZIP if gzip else CompressionTypes.UNCOMPRESSED,
         )
+    # `read_counts` is always one dict, so the sum needs no default value.
     _ = (
         (read_counts, record_counts)
         | "AllCounts" >> beam.Flatten()
-        | "SumCounts" >> beam.CombineGlobally(job.SumCounts())
+        | "SumCounts" >> beam.CombineGlobally(job.SumCounts()).without_defaults()
         | "Stats" >> beam.Map(stats_from_counts, parameters)
         | "WriteStats" >> job.WriteStats(os.path.join(output_dir, STATS_FILE))
     )

@@ -21,7 +21,6 @@ documents of sentence strings and emits each one's content key and
 
 import array
 import collections
-import itertools
 import struct
 import sys
 import uuid
@@ -56,7 +55,10 @@ def _little_endian(values):
 def encode_document(document, typecode):
     """A document (a list of sentences, each a list of ids) as bytes."""
     lengths = _little_endian(array.array("I", map(len, document)))
-    ids = _little_endian(array.array(typecode, itertools.chain.from_iterable(document)))
+    ids = array.array(typecode)
+    for sentence in document:
+        ids.fromlist(sentence)
+    _little_endian(ids)
     return HEADER.pack(typecode.encode(), len(document)) + lengths.tobytes() + ids.tobytes()
 
 
@@ -186,10 +188,11 @@ class TokenizeDocuments(beam.PTransform):
     the original BERT does), writes each document left to a temporary file
     of its bundle under `token_directory`, and returns two PCollections:
     `(key, DocumentReference)` per document, where the key is the SHA-256
-    of its ids (`pipelines.pretraining_instances.document_key`), and a
-    single dict of counts: "documents_used", "documents_skipped_empty"
-    (documents with no tokens), "sentences", "tokens" and "unknown_tokens"
-    (names never counted may be missing).
+    of its ids (`pipelines.pretraining_instances.document_key`), and dicts
+    of counts, one per bundle, that `job.SumCounts` adds up:
+    "documents_used", "documents_skipped_empty" (documents with no
+    tokens), "sentences", "tokens" and "unknown_tokens" (names never
+    counted may be missing).
 
     Args:
         vocab_file: the WordPiece vocabulary (one token per line).
@@ -210,7 +213,4 @@ class TokenizeDocuments(beam.PTransform):
         tokenized = documents | "Tokenize" >> beam.ParDo(
             _TokenizeAndStore(self.vocab_file, self.lower_case, self.token_directory)
         ).with_outputs(job.COUNTS_TAG, main="documents")
-        counts = tokenized[job.COUNTS_TAG] | "SumCounts" >> beam.CombineGlobally(
-            job.SumCounts()
-        )
-        return tokenized.documents, counts
+        return tokenized.documents, tokenized[job.COUNTS_TAG]

@@ -282,7 +282,10 @@ def test_create_pretraining_records_transform_on_created_documents(shared_data_d
     assert len(expected) > 100
 
     def check_counts(results):
-        [counts] = results
+        # Dicts of counts, one per bundle of each step: summed by the job.
+        counts = collections.Counter()
+        for bundle_counts in results:
+            counts.update(bundle_counts)
         assert counts["documents_used"] == len(tokenized) == len(documents) - 1
         assert counts["documents_skipped_empty"] == 1
         assert counts["tokens"] == sum(len(ids) for doc in tokenized for ids in doc)
