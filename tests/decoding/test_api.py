@@ -11,11 +11,12 @@ from tfnlp.decoding import BeamSearch, GreedySearch, RandomSampling
 # Every argument other than its default, so a setting that is dropped or
 # replaced by its default on the way shows.
 ARGUMENTS = {
-    GreedySearch: dict(min_length=2, no_repeat_ngram_size=3),
+    GreedySearch: dict(min_length=2, no_repeat_ngram_size=3, repetition_penalty=1.3),
     BeamSearch: dict(beam_size=5, length_penalty="average", alpha=-0.5, num_return_sequences=3,
-                     min_length=1, no_repeat_ngram_size=2, early_stopping=False),
+                     min_length=1, no_repeat_ngram_size=2, early_stopping=False,
+                     repetition_penalty=0.8),
     RandomSampling: dict(top_k=10, top_p=0.8, temperature=0.7, seed=3, num_return_sequences=2,
-                         min_length=1),
+                         min_length=1, no_repeat_ngram_size=4, repetition_penalty=1.5),
 }
 DECODERS = [cls(**arguments) for cls, arguments in ARGUMENTS.items()]
 
@@ -62,6 +63,10 @@ def test_num_sequences():
     (lambda: RandomSampling(temperature=0.0), "use `GreedySearch`"),
     (lambda: RandomSampling(seed=-1), "`seed` must be"),
     (lambda: RandomSampling(num_return_sequences=0), "`num_return_sequences` must be"),
+    (lambda: GreedySearch(repetition_penalty=0.0), "`repetition_penalty` must be a number > 0"),
+    (lambda: BeamSearch(repetition_penalty=-1.2), "`repetition_penalty` must be a number > 0"),
+    (lambda: RandomSampling(repetition_penalty=True), "`repetition_penalty` must be a number"),
+    (lambda: RandomSampling(no_repeat_ngram_size=-1), "`no_repeat_ngram_size` must be"),
 ])
 def test_invalid_arguments_are_explained(make, message):
     with pytest.raises(ValueError, match=message):
@@ -78,6 +83,8 @@ def test_arguments_at_the_edges_of_their_ranges_are_accepted():
     sampling = RandomSampling(top_k=0, top_p=1.0, seed=0, min_length=0)
     assert (sampling.top_k, sampling.top_p, sampling.seed) == (0, 1.0, 0)
     assert RandomSampling(top_p=1e-6, temperature=1e-6).top_p == 1e-6
+    assert GreedySearch(repetition_penalty=1e-6).repetition_penalty == 1e-6
+    assert [d().repetition_penalty for d in ARGUMENTS] == [1.0, 1.0, 1.0]  # off by default
 
 
 def test_invalid_calls_are_explained():
@@ -110,3 +117,43 @@ def test_length_penalties():
                                lengths ** -0.5, rtol=1e-6)
     np.testing.assert_allclose(decoding.length_penalty(lengths, "none", 2.0), 1.0)
     assert decoding.LENGTH_PENALTIES == ("gnmt", "average", "none")
+
+
+def test_invalid_prompts_are_explained():
+    model = ToyModel(vocabulary_size=5, max_length=6, batch_size=2)
+    decoder = GreedySearch()
+    cache = model.initial_cache()
+    prompts = np.array([[2, 3, 4], [1, 0, 0]], np.int32)
+
+    def call(cache=cache, **arguments):
+        arguments = dict(dict(end_id=1, max_length=3, prompt_ids=prompts), **arguments)
+        return decoder(model.step_fn, cache, **arguments)
+
+    with pytest.raises(ValueError, match="Pass either `start_ids`.*not both"):
+        call(start_ids=model.start_ids)
+    with pytest.raises(ValueError, match="Pass either `start_ids`.*not neither"):
+        call(prompt_ids=None)
+    with pytest.raises(ValueError, match="`prompt_lengths` goes with `prompt_ids`"):
+        decoder(model.step_fn, cache, model.start_ids, 1, 3, prompt_lengths=[1, 1])
+    with pytest.raises(ValueError, match=r"`prompt_ids` must have shape \(batch, prompt_length\)"):
+        call(prompt_ids=prompts[:, 0])
+    with pytest.raises(ValueError, match=r"`prompt_lengths` must have shape \(batch,\)"):
+        call(prompt_lengths=[[3], [1]])
+    with pytest.raises(ValueError, match=r"must be in \[first_index \+ 1, prompt_length\] = "
+                                         r"\[1, 3\]; received \[3, 0\]"):
+        call(prompt_lengths=[3, 0])
+    with pytest.raises(ValueError, match=r"= \[1, 3\]; received \[4, 1\]"):
+        call(prompt_lengths=[4, 1])
+    with pytest.raises(ValueError, match=r"= \[2, 3\]; received \[3, 1\]"):
+        call(prompt_lengths=[3, 1], first_index=1)
+    with pytest.raises(ValueError, match=r"`first_index` \(3\) must be below the prompt length"):
+        call(first_index=3)
+    with pytest.raises(ValueError, match="`first_index` must be a Python int >= 0"):
+        call(first_index=-1)
+    with pytest.raises(ValueError, match=r"`first_index` \(1\) must be below the prompt length "
+                                         r"\(1\)"):
+        decoder(model.step_fn, cache, model.start_ids, 1, 3, first_index=1)
+    # The edges: a prompt of one token, prefilled up to every prompt's last token.
+    assert call(prompt_lengths=[1, 3])["ids"].shape == (2, 1, 3)
+    assert call(prompt_lengths=[2, 3], first_index=1,
+                cache=model.prefilled_cache(prompts, 1))["ids"].shape == (2, 1, 3)

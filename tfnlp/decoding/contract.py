@@ -5,7 +5,7 @@ A model exposes one step of incremental decoding as a function
 ```python
 def step_fn(token_ids, cache, index):
     # token_ids: int32 (batch,), the tokens at position `index` (the start
-    #     token at index 0);
+    #     token, or the prompt's first token, at index 0);
     # cache: a nested structure (dict / list / tuple) of tensors, EVERY leaf
     #     with the batch as axis 0 (encoder outputs, padding masks, key/value
     #     caches, LSTM states ...);
@@ -20,28 +20,66 @@ and a decoder, configured at construction, drives it:
 
 ```python
 result = decoder(step_fn, cache, start_ids, end_id, max_length, max_lengths=None)
+result = decoder(step_fn, cache, end_id=end_id, max_length=max_length,
+                 prompt_ids=prompt_ids, prompt_lengths=prompt_lengths,
+                 first_index=0)
 ```
 
-- `start_ids`: int32 `(batch,)`; `end_id`: a Python int; `max_length`: a
+- `start_ids`: int32 `(batch,)`, the token at position 0 (an
+  encoder-decoder's start token); `end_id`: a Python int; `max_length`: a
   Python int, the static bound on the number of generated tokens;
-  `max_lengths`: optional int32 `(batch,)` per-example bounds
-  (clipped to `[1, max_length]`).
+  `max_lengths`: optional int32 `(batch,)` per-example bounds on the
+  generated tokens (clipped to `[1, max_length]`).
+- A prompt instead of `start_ids` (a decoder-only language model): each
+  row's sequence starts with its prompt, `prompt_ids` int32
+  `(batch, prompt_length)` (a static `prompt_length`), right-padded (the
+  padding is ignored), of `prompt_lengths` int32 `(batch,)` tokens each
+  (default: all `prompt_length`; clipped to `[first_index + 1,
+  prompt_length]`). The step function is fed `prompt_ids[:, index]` while a
+  row is inside its prompt and its last token from then on: the prompt
+  tokens after position 0 are forced (not chosen, not scored, not counted,
+  never taken for the end), and a row's first generated token is the one
+  after its last prompt token, so rows of different prompt lengths decode
+  side by side and each gives what it gives alone. `max_length` and
+  `max_lengths` count only the generated tokens (Hugging Face's
+  `max_new_tokens`): the loop runs for at most
+  `prompt_length - first_index + max_length - 1` steps, with `index` up to
+  `prompt_length + max_length - 2`, so the model's cache must hold
+  `prompt_length + max_length - 1` positions. A start token is the prompt
+  of length 1 (`start_ids[:, None]`).
+- `first_index`: a Python int, 0 by default: the cache already holds
+  positions `0..first_index - 1` (a prefill pass over the prompts' common
+  part), and the loop starts at `index = first_index`, feeding
+  `prompt_ids[:, first_index]`. It must be below every prompt length; with
+  `first_index = min(prompt_lengths) - 1` the prefill covers all of the
+  shortest prompt but its last token.
 - `result["ids"]`: int32 `(batch, num_sequences, max_length)`, the generated
-  tokens after the start token, ending with `end_id` when finished, `0` after.
-- `result["lengths"]`: int32 `(batch, num_sequences)`, the number of tokens
-  including `end_id`.
+  tokens only (without the prompt or start token, from column 0 whatever
+  the prompt's length), ending with `end_id` when finished, `0` after.
+- `result["lengths"]`: int32 `(batch, num_sequences)`, the number of
+  generated tokens including `end_id`.
 - `result["scores"]`: float32 `(batch, num_sequences)`, the ranking score (the
-  log-probability, length-normalised by beam search with a length penalty),
-  best first.
+  log-probability of the generated tokens, under the model's distribution
+  as the repetition penalty and the forbidden tokens shaped it;
+  length-normalised by beam search with a length penalty), best first.
+
+Every decoder takes the next-token constraints `min_length` (counting
+generated tokens), `no_repeat_ngram_size` and `repetition_penalty` (both of
+which see the prompt), applied in `tfnlp.decoding.constraints` before the
+decoder chooses.
 
 The decoding runs in one `keras.ops.while_loop` with static shapes, written
 with `keras.ops` only: it compiles with XLA, exports to a SavedModel made of
 stock TensorFlow ops, and runs on the JAX backend. Rows never interact: the
 outputs for an example do not depend on the other examples of its batch
-(sampling excepted, whose random draws depend on the row's position).
+(sampling with one seed per example included; with one seed for the batch
+a row's random draws depend on its position).
 """
 
+from typing import Any, NamedTuple
+
 import keras
+import numpy as np
 from keras import ops
 
 NEGATIVE_INFINITY = float("-inf")
@@ -61,21 +99,31 @@ class Decoder:
             step of the model (see `tfnlp.decoding.contract`).
         cache: the initial cache, a nested structure of tensors whose leaves
             all have the batch as axis 0, or `None`.
-        start_ids: int32 `(batch,)`, the token at position 0.
+        start_ids: int32 `(batch,)`, the token at position 0; or `None`
+            with a prompt.
         end_id: Python int, the token that ends a sequence.
-        max_length: Python int, the static bound on generated tokens.
-        max_lengths: optional int32 `(batch,)`, per-example bounds; values
-            are clipped to `[1, max_length]`.
+        max_length: Python int, the static bound on generated tokens (after
+            the prompt).
+        max_lengths: optional int32 `(batch,)`, per-example bounds on
+            generated tokens; values are clipped to `[1, max_length]`.
+        prompt_ids: optional int32 `(batch, prompt_length)`, each row's
+            prompt, right-padded, instead of `start_ids`: its tokens are
+            fed and forced, and generation starts after them.
+        prompt_lengths: optional int32 `(batch,)`, the prompts' lengths (>=
+            1; default: all `prompt_length`).
+        first_index: Python int >= 0, below every prompt length: the cache
+            already holds the positions before it (prefilled), and the loop
+            starts there.
 
     Returns:
-        A dict with `"ids"` int32 `(batch, num_sequences, max_length)`,
-        `"lengths"` int32 `(batch, num_sequences)` and `"scores"` float32
-        `(batch, num_sequences)`, best first.
+        A dict with `"ids"` int32 `(batch, num_sequences, max_length)` (the
+        generated tokens only), `"lengths"` int32 `(batch, num_sequences)`
+        and `"scores"` float32 `(batch, num_sequences)`, best first.
 
     Example:
 
     A model with an LSTM-like state in its cache (here a running sum of the
-    tokens), decoded by any decoder:
+    tokens), decoded by any decoder, from start tokens and from prompts:
 
     >>> import numpy as np
     >>> from keras import ops
@@ -90,13 +138,29 @@ class Decoder:
     ...     print(name, ops.convert_to_numpy(result["ids"])[:, 0].tolist())
     greedy [[0, 0, 0, 0, 0], [1, 0, 0, 0, 0]]
     beam [[1, 0, 0, 0, 0], [2, 2, 2, 2, 2]]
+    >>> result = decoding.GreedySearch()(
+    ...     step_fn, cache, end_id=1, max_length=3,
+    ...     prompt_ids=[[2, 1, 2], [2, 0, 0]], prompt_lengths=[3, 1])
+    >>> ops.convert_to_numpy(result["ids"])[:, 0].tolist()  # the prompt's 1 ends nothing
+    [[2, 2, 2], [1, 0, 0]]
     """
 
     #: How many sequences are returned per example.
     num_sequences = 1
 
     def __call__(
-        self, step_fn, cache, start_ids, end_id, max_length, max_lengths=None, **options
+        self,
+        step_fn,
+        cache,
+        start_ids=None,
+        end_id=None,
+        max_length=None,
+        max_lengths=None,
+        *,
+        prompt_ids=None,
+        prompt_lengths=None,
+        first_index=0,
+        **options,
     ):
         if not callable(step_fn):
             raise TypeError(
@@ -114,15 +178,10 @@ class Decoder:
                 f"`end_id` must be a non-negative Python int (a token id); received "
                 f"{end_id!r}."
             )
-        start_ids = ops.cast(ops.convert_to_tensor(start_ids), "int32")
-        if len(start_ids.shape) != 1:
-            raise ValueError(
-                "`start_ids` must have shape (batch,), one start token per example; "
-                f"received shape {tuple(start_ids.shape)}."
-            )
-        batch_size = ops.shape(start_ids)[0]
+        prompt = make_prompt(start_ids, prompt_ids, prompt_lengths, first_index)
+        batch_size = ops.shape(prompt.ids)[0]
         cache = () if cache is None else cache
-        check_cache_batch(cache, start_ids.shape[0])
+        check_cache_batch(cache, prompt.ids.shape[0])
         if max_lengths is None:
             max_lengths = ops.full((batch_size,), max_length, dtype="int32")
         else:
@@ -133,11 +192,12 @@ class Decoder:
                     f"received shape {tuple(max_lengths.shape)}."
                 )
             max_lengths = ops.clip(max_lengths, 1, max_length)
-        return self.decode(step_fn, cache, start_ids, end_id, max_length, max_lengths, **options)
+        return self.decode(step_fn, cache, prompt, end_id, max_length, max_lengths, **options)
 
-    def decode(self, step_fn, cache, start_ids, end_id, max_length, max_lengths, **options):
+    def decode(self, step_fn, cache, prompt, end_id, max_length, max_lengths, **options):
         """Decodes; the arguments are checked and `max_lengths` is a tensor.
 
+        `prompt` is a `Prompt` (a start token is a prompt of length 1);
         `options` are the subclass' extra call arguments (e.g. the `seed` of
         `RandomSampling`).
         """
@@ -155,6 +215,100 @@ class Decoder:
     def __repr__(self):
         arguments = ", ".join(f"{name}={value!r}" for name, value in self.get_config().items())
         return f"{type(self).__name__}({arguments})"
+
+
+class Prompt(NamedTuple):
+    """The checked start of every row's sequence.
+
+    Attributes:
+        ids: int32 `(batch, width)`, each row's prompt, zeros after its
+            length (`width` static).
+        lengths: int32 `(batch,)`, in `[first_index + 1, width]`.
+        first_index: Python int, the first position fed to the step
+            function (the cache holds the positions before it).
+    """
+
+    ids: Any
+    lengths: Any
+    first_index: int
+
+    @property
+    def width(self):
+        return self.ids.shape[1]
+
+
+def make_prompt(start_ids, prompt_ids, prompt_lengths, first_index):
+    """The `Prompt` of a decoder call, or a `ValueError` saying what is wrong."""
+    if isinstance(first_index, bool) or not isinstance(first_index, int) or first_index < 0:
+        raise ValueError(
+            f"`first_index` must be a Python int >= 0, the first position to feed "
+            f"(the cache holds the ones before it); received {first_index!r}."
+        )
+    if (start_ids is None) == (prompt_ids is None):
+        raise ValueError(
+            "Pass either `start_ids` (one start token per example) or `prompt_ids` "
+            "(one prompt per example, with `prompt_lengths`), not "
+            f"{'both' if start_ids is not None else 'neither'}."
+        )
+    if start_ids is not None:
+        if prompt_lengths is not None:
+            raise ValueError(
+                "`prompt_lengths` goes with `prompt_ids`; with `start_ids` every "
+                "row starts from one token. Pass the prompts as `prompt_ids`."
+            )
+        start_ids = ops.cast(ops.convert_to_tensor(start_ids), "int32")
+        if len(start_ids.shape) != 1:
+            raise ValueError(
+                "`start_ids` must have shape (batch,), one start token per example; "
+                f"received shape {tuple(start_ids.shape)}."
+            )
+        prompt_ids = start_ids[:, None]
+        prompt_lengths = ops.ones_like(start_ids)
+    else:
+        prompt_ids = ops.cast(ops.convert_to_tensor(prompt_ids), "int32")
+        if len(prompt_ids.shape) != 2 or prompt_ids.shape[1] is None:
+            raise ValueError(
+                "`prompt_ids` must have shape (batch, prompt_length) with a static "
+                f"prompt_length; received shape {tuple(prompt_ids.shape)}. Pad the "
+                "prompts on the right to a fixed length and pass `prompt_lengths`."
+            )
+        if prompt_lengths is None:
+            prompt_lengths = ops.full(ops.shape(prompt_ids)[:1], prompt_ids.shape[1], "int32")
+        prompt_lengths = ops.cast(ops.convert_to_tensor(prompt_lengths), "int32")
+        if len(prompt_lengths.shape) != 1:
+            raise ValueError(
+                "`prompt_lengths` must have shape (batch,), one length per prompt; "
+                f"received shape {tuple(prompt_lengths.shape)}."
+            )
+    width = prompt_ids.shape[1]
+    if first_index >= width:
+        raise ValueError(
+            f"`first_index` ({first_index}) must be below the prompt length "
+            f"({width}): the loop starts by feeding the token at `first_index`. "
+            "Prefill the cache for fewer positions (at most the shortest prompt "
+            "but its last token)."
+        )
+    known = known_values(prompt_lengths)
+    if known is not None and known.size and not (
+        (known > first_index) & (known <= width)
+    ).all():
+        raise ValueError(
+            f"Every prompt length must be in [first_index + 1, prompt_length] = "
+            f"[{first_index + 1}, {width}]; received {known.tolist()}. A prompt "
+            "needs at least one token, and the cache may be prefilled only for "
+            "positions before every prompt's last token."
+        )
+    prompt_lengths = ops.clip(prompt_lengths, first_index + 1, width)
+    in_prompt = ops.arange(width)[None, :] < prompt_lengths[:, None]
+    return Prompt(ops.where(in_prompt, prompt_ids, 0), prompt_lengths, first_index)
+
+
+def known_values(tensor):
+    """The values of `tensor` as a NumPy array when they are known (eager), else None."""
+    try:
+        return np.asarray(ops.convert_to_numpy(tensor))
+    except (TypeError, ValueError, RuntimeError):
+        return None  # symbolic: a graph or a traced function
 
 
 def check_cache_batch(cache, batch_size):

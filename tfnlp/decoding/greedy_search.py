@@ -2,7 +2,7 @@
 
 import keras
 
-from tfnlp.decoding.constraints import check_non_negative_int
+from tfnlp.decoding.constraints import check_constraints, constraints_of
 from tfnlp.decoding.contract import Decoder
 from tfnlp.decoding.step import best_tokens, decode_one_per_row, sort_sequences
 
@@ -14,29 +14,36 @@ class GreedySearch(Decoder):
     Each example is extended by its most probable token (the lowest id on
     ties) until it generates `end_id` or reaches its maximum length; the
     model runs incrementally on its cache, in one `keras.ops.while_loop`
-    that compiles with XLA and exports to a SavedModel. See
-    `tfnlp.decoding.contract` for the step function and the result.
+    that compiles with XLA and exports to a SavedModel. It starts from a
+    start token or from a prompt. See `tfnlp.decoding.contract` for the step
+    function, the prompts and the result.
 
     Args:
         min_length: `end_id` is forbidden among the first `min_length`
             generated tokens.
         no_repeat_ngram_size: if > 0, a token that would repeat an n-gram of
-            this size (the start token included) is forbidden (Paulus et al.,
-            2017).
+            this size (the prompt or start token included) is forbidden
+            (Paulus et al., 2017).
+        repetition_penalty: > 0; the logits of the tokens already in the
+            sequence (the prompt included) are divided by it when positive
+            and multiplied by it when negative (Keskar et al., 2019); 1.0
+            for none, above 1 to discourage repetitions.
 
     Call arguments:
         step_fn: `step_fn(token_ids, cache, index) -> (logits, cache)`.
         cache: the model's initial cache (nested tensors, batch first) or
             `None`.
-        start_ids: int32 `(batch,)`.
+        start_ids: int32 `(batch,)`, or `None` with `prompt_ids`.
         end_id: Python int.
         max_length: Python int, the static bound on generated tokens.
         max_lengths: optional int32 `(batch,)` per-example bounds.
+        prompt_ids, prompt_lengths, first_index: optional prompts (see
+            `tfnlp.decoding.contract`).
 
     Returns:
-        A dict: `"ids"` int32 `(batch, 1, max_length)`, `"lengths"` int32
-        `(batch, 1)` (including `end_id`), `"scores"` float32 `(batch, 1)`
-        (the log-probability).
+        A dict: `"ids"` int32 `(batch, 1, max_length)` (the generated
+        tokens), `"lengths"` int32 `(batch, 1)` (including `end_id`),
+        `"scores"` float32 `(batch, 1)` (their log-probability).
 
     Example:
 
@@ -51,6 +58,10 @@ class GreedySearch(Decoder):
     >>> result = GreedySearch()(step_fn, None, start_ids=[0], end_id=1, max_length=4)
     >>> ops.convert_to_numpy(result["ids"]).tolist()
     [[[2, 0, 2, 0]]]
+    >>> result = GreedySearch(repetition_penalty=5.0)(
+    ...     step_fn, None, end_id=1, max_length=3, prompt_ids=[[2, 0, 2]])
+    >>> ops.convert_to_numpy(result["ids"]).tolist()
+    [[[1, 0, 0]]]
     >>> decoder = GreedySearch(min_length=1)
     >>> GreedySearch.from_config(decoder.get_config()).min_length
     1
@@ -58,27 +69,33 @@ class GreedySearch(Decoder):
     References:
         - [Paulus et al., 2017. A Deep Reinforced Model for Abstractive
           Summarization](https://arxiv.org/abs/1705.04304) (n-gram blocking)
+        - [Keskar et al., 2019. CTRL: A Conditional Transformer Language
+          Model for Controllable Generation](https://arxiv.org/abs/1909.05858)
+          (repetition penalty)
     """
 
-    def __init__(self, min_length=0, no_repeat_ngram_size=0):
-        check_non_negative_int("min_length", min_length)
-        check_non_negative_int("no_repeat_ngram_size", no_repeat_ngram_size)
+    def __init__(self, min_length=0, no_repeat_ngram_size=0, repetition_penalty=1.0):
+        check_constraints(min_length, no_repeat_ngram_size, repetition_penalty)
         self.min_length = min_length
         self.no_repeat_ngram_size = no_repeat_ngram_size
+        self.repetition_penalty = float(repetition_penalty)
 
-    def decode(self, step_fn, cache, start_ids, end_id, max_length, max_lengths):
+    def decode(self, step_fn, cache, prompt, end_id, max_length, max_lengths):
         ids, lengths, scores = decode_one_per_row(
             step_fn,
             cache,
-            start_ids,
+            prompt,
             end_id,
             max_length,
             max_lengths,
             choose_tokens=lambda log_probs, index: best_tokens(log_probs),
-            min_length=self.min_length,
-            no_repeat_ngram_size=self.no_repeat_ngram_size,
+            constraints=constraints_of(self),
         )
         return sort_sequences(ids, lengths, scores, 1)
 
     def get_config(self):
-        return {"min_length": self.min_length, "no_repeat_ngram_size": self.no_repeat_ngram_size}
+        return {
+            "min_length": self.min_length,
+            "no_repeat_ngram_size": self.no_repeat_ngram_size,
+            "repetition_penalty": self.repetition_penalty,
+        }

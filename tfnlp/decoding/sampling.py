@@ -1,19 +1,18 @@
 """Random sampling with temperature, top-k and top-p (nucleus) filtering."""
 
 import keras
-import numpy as np
 from keras import ops
 
 from tfnlp.decoding.cache import tile_cache
-from tfnlp.decoding.constraints import check_non_negative_int
+from tfnlp.decoding.constraints import (
+    check_constraints,
+    check_non_negative_int,
+    check_positive_number,
+    constraints_of,
+)
 from tfnlp.decoding.contract import NEGATIVE_INFINITY, Decoder
+from tfnlp.decoding.gumbel import gumbel_noise, row_keys
 from tfnlp.decoding.step import best_tokens, decode_one_per_row, sort_sequences
-
-# Uniform draws start here, so that -log(-log(u)) is finite.
-_SMALLEST_UNIFORM = float(np.finfo("float32").tiny)
-# The second seed word is call_counter * _STEPS_PER_SEED + index, so the
-# seeds of successive calls (seed=None) do not overlap for shorter outputs.
-_STEPS_PER_SEED = 65536
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -25,19 +24,24 @@ class RandomSampling(Decoder):
     nucleus, the smallest set of most probable tokens whose probability
     (renormalised over the top k) reaches `top_p` (Holtzman et al., 2020),
     and a token is drawn from what remains (renormalised). The draw is
-    `argmax(logits + Gumbel noise)`, with noise from `keras.random.uniform`
-    under a stateless seed derived from the decoder's seed and the step
-    index, so the loop needs no random state: it compiles with XLA, exports
-    to a SavedModel and runs under `jax.jit`.
+    `argmax(logits + Gumbel noise)` (the Gumbel-max trick), with the noise
+    of each token a counter-based hash of the row's seed, its sample
+    number, the step index and the token id (`tfnlp.decoding.gumbel`): the
+    loop needs no random state, so it compiles with XLA, exports to a
+    SavedModel and runs under `jax.jit`, and a seed draws the same numbers
+    on TensorFlow (eager or XLA) and JAX.
 
-    With an integer `seed`, every call with the same inputs returns the same
-    samples (Keras' convention for integer seeds). With `seed=None`, each
-    call draws a fresh seed from the decoder's `keras.random.SeedGenerator`
-    `seed_generator`, a variable: under `jax.jit`, or in a SavedModel, pass
-    the `seed` call argument instead (e.g. as an input of the signature).
-    The draws of a row depend on its position in the batch, and the random
-    numbers of a seed differ between backends and between XLA-compiled and
-    plain TensorFlow (their stateless generators differ).
+    Seeds: with an integer `seed`, every call with the same inputs returns
+    the same samples (Keras' convention for integer seeds). With
+    `seed=None`, each call draws a fresh seed from the decoder's
+    `keras.random.SeedGenerator` `seed_generator`, a variable: under
+    `jax.jit`, or in a SavedModel, pass the `seed` call argument instead
+    (e.g. as an input of the signature). One seed for the batch (an int or
+    a `(2,)` tensor) gives row `b` its own stream, so the draws of a row
+    depend on its position in the batch. One seed per example (a
+    `(batch, 2)` tensor) makes each example's samples depend only on its
+    own inputs and seed: the same alone or in any batch, in any position,
+    at every call.
 
     Args:
         top_k: keep only the `top_k` most probable tokens (0: all).
@@ -49,25 +53,35 @@ class RandomSampling(Decoder):
             (highest log-probability) first.
         min_length: `end_id` is forbidden among the first `min_length`
             generated tokens.
+        no_repeat_ngram_size: if > 0, a token that would repeat an n-gram of
+            this size (the prompt or start token included) is forbidden.
+        repetition_penalty: > 0; the logits of the tokens already in the
+            sequence (the prompt included) are divided by it when positive
+            and multiplied by it when negative (Keskar et al., 2019), before
+            temperature and filtering; 1.0 for none.
 
     Call arguments:
         step_fn: `step_fn(token_ids, cache, index) -> (logits, cache)`.
         cache: the model's initial cache (nested tensors, batch first) or
             `None`; it is tiled `num_return_sequences` times.
-        start_ids: int32 `(batch,)`.
+        start_ids: int32 `(batch,)`, or `None` with `prompt_ids`.
         end_id: Python int.
         max_length: Python int, the static bound on generated tokens.
         max_lengths: optional int32 `(batch,)` per-example bounds.
-        seed: optional, overrides the decoder's seed for this call: an int
-            or an integer tensor of shape `(2,)` (e.g. an input of a serving
-            signature).
+        prompt_ids, prompt_lengths, first_index: optional prompts (see
+            `tfnlp.decoding.contract`).
+        seed: optional, overrides the decoder's seed for this call: an int,
+            an integer tensor of shape `(2,)` (one seed for the batch, e.g.
+            an input of a serving signature) or of shape `(batch, 2)` (one
+            seed per example). Seed words are taken modulo 2**32.
 
     Returns:
-        A dict: `"ids"` int32 `(batch, num_return_sequences, max_length)`,
-        `"lengths"` int32 `(batch, num_return_sequences)` (including
-        `end_id`) and `"scores"` float32 `(batch, num_return_sequences)`,
-        the log-probability of each sample under the model (before
-        temperature and filtering), best first.
+        A dict: `"ids"` int32 `(batch, num_return_sequences, max_length)`
+        (the generated tokens), `"lengths"` int32
+        `(batch, num_return_sequences)` (including `end_id`) and `"scores"`
+        float32 `(batch, num_return_sequences)`, the log-probability of each
+        sample under the model (with the repetition penalty and the
+        forbidden tokens, before temperature and filtering), best first.
 
     Example:
 
@@ -86,11 +100,24 @@ class RandomSampling(Decoder):
     >>> bool(np.all(ops.convert_to_numpy(result["ids"]) == ops.convert_to_numpy(again["ids"])))
     True
 
+    One seed per example: the second prompt samples the same alone.
+
+    >>> prompts, seeds = np.array([[0, 2], [2, 0]]), np.array([[1, 0], [2, 0]])
+    >>> batch = sampler(step_fn, None, end_id=1, max_length=5, prompt_ids=prompts,
+    ...                 prompt_lengths=[2, 1], seed=seeds)
+    >>> alone = sampler(step_fn, None, end_id=1, max_length=5, prompt_ids=prompts[1:, :1],
+    ...                 seed=seeds[1:])
+    >>> bool(np.all(ops.convert_to_numpy(batch["ids"])[1] == ops.convert_to_numpy(alone["ids"])[0]))
+    True
+
     References:
         - [Fan et al., 2018. Hierarchical Neural Story Generation](
           https://arxiv.org/abs/1805.04833) (top-k sampling)
         - [Holtzman et al., 2020. The Curious Case of Neural Text
           Degeneration](https://arxiv.org/abs/1904.09751) (nucleus sampling)
+        - [Keskar et al., 2019. CTRL: A Conditional Transformer Language
+          Model for Controllable Generation](https://arxiv.org/abs/1909.05858)
+          (repetition penalty)
     """
 
     def __init__(
@@ -101,6 +128,8 @@ class RandomSampling(Decoder):
         seed=None,
         num_return_sequences=1,
         min_length=0,
+        no_repeat_ngram_size=0,
+        repetition_penalty=1.0,
     ):
         check_non_negative_int("top_k", top_k)
         if isinstance(top_p, bool) or not isinstance(top_p, (int, float)) or not 0 < top_p <= 1:
@@ -108,15 +137,9 @@ class RandomSampling(Decoder):
                 f"`top_p` must be a number in (0, 1]; received {top_p!r}. Use 1.0 to "
                 "sample from the whole distribution."
             )
-        if (
-            isinstance(temperature, bool)
-            or not isinstance(temperature, (int, float))
-            or not temperature > 0
-        ):
-            raise ValueError(
-                f"`temperature` must be a number > 0; received {temperature!r}. For "
-                "the most probable tokens use `GreedySearch`."
-            )
+        check_positive_number(
+            "temperature", temperature, "For the most probable tokens use `GreedySearch`."
+        )
         if seed is not None:
             check_non_negative_int("seed", seed)
         if (
@@ -128,54 +151,58 @@ class RandomSampling(Decoder):
                 f"`num_return_sequences` must be a Python int >= 1; received "
                 f"{num_return_sequences!r}."
             )
-        check_non_negative_int("min_length", min_length)
+        check_constraints(min_length, no_repeat_ngram_size, repetition_penalty)
         self.top_k = top_k
         self.top_p = float(top_p)
         self.temperature = float(temperature)
         self.seed = seed
         self.num_return_sequences = num_return_sequences
         self.min_length = min_length
-        # The draws read their seed from this generator's state, mapped in a
-        # `keras.StatelessScope`; with seed=None it also draws a seed per call.
+        self.no_repeat_ngram_size = no_repeat_ngram_size
+        self.repetition_penalty = float(repetition_penalty)
+        # With seed=None, a new seed for every call.
         self.seed_generator = keras.random.SeedGenerator(seed)
 
     @property
     def num_sequences(self):
         return self.num_return_sequences
 
-    def _call_seed(self, seed):
-        dtype = self.seed_generator.state.dtype
+    def _row_keys(self, seed, prompt_ids):
+        """int32 `(batch * num_return_sequences,)`: each row's key for the noise."""
+        copies = self.num_return_sequences
+        batch_size = ops.shape(prompt_ids)[0]
         if seed is None:
-            if self.seed is None:
-                return ops.cast(self.seed_generator.next(), dtype)
-            seed = self.seed
+            seed = self.seed if self.seed is not None else self.seed_generator.next()
         if isinstance(seed, int) and not isinstance(seed, bool):
-            return ops.convert_to_tensor([seed, 0], dtype=dtype)
+            seed = [seed, 0]
         seed = ops.convert_to_tensor(seed)
-        if tuple(seed.shape) != (2,):
-            raise ValueError(
-                f"The `seed` call argument must be an int or an integer tensor of "
-                f"shape (2,); received shape {tuple(seed.shape)}."
-            )
-        return ops.cast(seed, dtype)
-
-    def _gumbel_noise(self, shape, seed):
-        """Gumbel(0, 1) noise drawn under the stateless seed `seed`."""
-        state = self.seed_generator.state
-        with keras.StatelessScope(state_mapping=[(state, ops.cast(seed, state.dtype))]):
-            uniform = keras.random.uniform(
-                shape, minval=_SMALLEST_UNIFORM, maxval=1.0, dtype="float32",
-                seed=self.seed_generator,
-            )
-        return -ops.log(-ops.log(uniform))
-
-    def _choose_tokens(self, log_probs, index, call_seed):
-        step_seed = ops.stack(
-            [call_seed[0], call_seed[1] * _STEPS_PER_SEED + ops.cast(index, call_seed.dtype)]
+        if tuple(seed.shape) == (2,):
+            # One seed for the batch: row b, sample j is stream b * copies + j.
+            rows = batch_size * copies
+            return row_keys(ops.broadcast_to(seed[None, :], (rows, 2)), ops.arange(rows))
+        if len(seed.shape) == 2 and seed.shape[1] == 2:
+            static_batch_size = prompt_ids.shape[0]
+            if None not in (seed.shape[0], static_batch_size) and (
+                seed.shape[0] != static_batch_size
+            ):
+                raise ValueError(
+                    f"One seed per example needs a `seed` of shape (batch, 2) = "
+                    f"({static_batch_size}, 2); received shape {tuple(seed.shape)}."
+                )
+            # One seed per example: its sample j is stream j, whatever the batch.
+            streams = ops.tile(ops.arange(copies), (ops.shape(seed)[0],))
+            return row_keys(ops.repeat(seed, copies, axis=0), streams)
+        raise ValueError(
+            f"The `seed` call argument must be an int, an integer tensor of shape "
+            f"(2,) (one seed for the batch) or (batch, 2) (one seed per example); "
+            f"received shape {tuple(seed.shape)}."
         )
+
+    def _choose_tokens(self, log_probs, index, keys):
         logits = log_probs / self.temperature
         if self.top_k == 0 and self.top_p >= 1.0:
-            return best_tokens(logits + self._gumbel_noise(ops.shape(logits), step_seed))
+            token_ids = ops.arange(ops.shape(logits)[-1], dtype="int32")[None, :]
+            return best_tokens(logits + gumbel_noise(keys, index, token_ids))
         vocabulary_size = log_probs.shape[-1]
         if vocabulary_size is None:
             raise ValueError(
@@ -189,25 +216,29 @@ class RandomSampling(Decoder):
             probabilities = ops.softmax(values, axis=-1)
             mass_before = ops.cumsum(probabilities, axis=-1) - probabilities
             values = ops.where(mass_before < self.top_p, values, NEGATIVE_INFINITY)
-        choices = best_tokens(values + self._gumbel_noise(ops.shape(values), step_seed))
+        # Each candidate's noise is its token's, whatever its rank.
+        choices = best_tokens(values + gumbel_noise(keys, index, candidates))
         return ops.take_along_axis(candidates, choices[:, None], axis=1)[:, 0]
 
-    def decode(self, step_fn, cache, start_ids, end_id, max_length, max_lengths, seed=None):
-        call_seed = self._call_seed(seed)
+    def decode(self, step_fn, cache, prompt, end_id, max_length, max_lengths, seed=None):
         copies = self.num_return_sequences
+        keys = self._row_keys(seed, prompt.ids)
         if copies > 1:
             cache = tile_cache(cache, copies)
-            start_ids = ops.repeat(start_ids, copies, axis=0)
+            prompt = prompt._replace(
+                ids=ops.repeat(prompt.ids, copies, axis=0),
+                lengths=ops.repeat(prompt.lengths, copies, axis=0),
+            )
             max_lengths = ops.repeat(max_lengths, copies, axis=0)
         ids, lengths, scores = decode_one_per_row(
             step_fn,
             cache,
-            start_ids,
+            prompt,
             end_id,
             max_length,
             max_lengths,
-            choose_tokens=lambda log_probs, index: self._choose_tokens(log_probs, index, call_seed),
-            min_length=self.min_length,
+            choose_tokens=lambda log_probs, index: self._choose_tokens(log_probs, index, keys),
+            constraints=constraints_of(self),
         )
         return sort_sequences(ids, lengths, scores, copies)
 
@@ -219,4 +250,6 @@ class RandomSampling(Decoder):
             "seed": self.seed,
             "num_return_sequences": self.num_return_sequences,
             "min_length": self.min_length,
+            "no_repeat_ngram_size": self.no_repeat_ngram_size,
+            "repetition_penalty": self.repetition_penalty,
         }

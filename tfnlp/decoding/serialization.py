@@ -52,7 +52,7 @@ def get(identifier):
     >>> decoding.get("beam").get_config()["length_penalty"]
     'gnmt'
     >>> decoding.get("greedy")
-    GreedySearch(min_length=0, no_repeat_ngram_size=0)
+    GreedySearch(min_length=0, no_repeat_ngram_size=0, repetition_penalty=1.0)
     >>> config = decoding.serialize(decoding.BeamSearch(beam_size=8))
     >>> decoding.get(config).beam_size
     8

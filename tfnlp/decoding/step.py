@@ -6,12 +6,26 @@ from tfnlp.decoding.constraints import next_token_log_probs
 from tfnlp.decoding.contract import match_cache
 
 
-def start_sequences(start_ids, max_length):
-    """int32 `(rows, max_length + 1)`: the start token, then zeros."""
-    rows = ops.shape(start_ids)[0]
+def start_sequences(prompt_ids, max_length):
+    """int32 `(rows, width + max_length)`: the prompts, then zeros."""
+    rows = ops.shape(prompt_ids)[0]
     return ops.concatenate(
-        [start_ids[:, None], ops.zeros((rows, max_length), dtype="int32")], axis=1
+        [prompt_ids, ops.zeros((rows, max_length), dtype="int32")], axis=1
     )
+
+
+def generated_part(sequences, prompt_lengths, max_length):
+    """`(rows, max_length)`: the `max_length` positions after each row's prompt.
+
+    Args:
+        sequences: int32 `(rows, ..., width + max_length)`.
+        prompt_lengths: int32 `(rows,)`.
+        max_length: Python int.
+    """
+    positions = prompt_lengths[:, None] + ops.arange(max_length, dtype="int32")[None, :]
+    positions = ops.reshape(positions, (-1,) + (1,) * (len(sequences.shape) - 2) + (max_length,))
+    shape = tuple(ops.shape(sequences)[:-1]) + (max_length,)
+    return ops.take_along_axis(sequences, ops.broadcast_to(positions, shape), axis=-1)
 
 
 def take_column(sequences, index):
@@ -38,65 +52,69 @@ def best_tokens(scores):
 def decode_one_per_row(
     step_fn,
     cache,
-    start_ids,
+    prompt,
     end_id,
     max_length,
     max_lengths,
     choose_tokens,
-    min_length=0,
-    no_repeat_ngram_size=0,
+    constraints,
 ):
     """Extends one hypothesis per row until `end_id` or its maximum length.
 
     Args:
-        step_fn, cache, start_ids, end_id, max_length, max_lengths: as in the
-            decoder contract (`tfnlp.decoding.contract`), one row per
-            hypothesis.
+        step_fn, cache, end_id, max_length, max_lengths: as in the decoder
+            contract (`tfnlp.decoding.contract`), one row per hypothesis.
+        prompt: the rows' `tfnlp.decoding.contract.Prompt`.
         choose_tokens: `choose_tokens(log_probs, index) -> int32 (rows,)`,
             picks the next token from the constrained log-probabilities.
-        min_length, no_repeat_ngram_size: see `next_token_log_probs`.
+        constraints: a dict of `next_token_log_probs`' `min_length`,
+            `no_repeat_ngram_size` and `repetition_penalty`.
 
     Returns:
-        `(ids, lengths, scores)`: int32 `(rows, max_length)` (0 after the
-        end), int32 `(rows,)`, float32 `(rows,)` (sum of the chosen tokens'
-        log-probabilities).
+        `(ids, lengths, scores)`: int32 `(rows, max_length)`, the generated
+        tokens (0 after the end), int32 `(rows,)`, float32 `(rows,)` (sum of
+        the generated tokens' log-probabilities).
     """
-    rows = ops.shape(start_ids)[0]
-    sequences = start_sequences(start_ids, max_length)
+    rows = ops.shape(prompt.ids)[0]
+    sequences = start_sequences(prompt.ids, max_length)
+    last_index = prompt.width + max_length - 1
     lengths = ops.zeros((rows,), dtype="int32")
     scores = ops.zeros((rows,), dtype="float32")
     finished = ops.zeros((rows,), dtype="bool")
-    index = ops.convert_to_tensor(0, dtype="int32")
+    index = ops.convert_to_tensor(prompt.first_index, dtype="int32")
 
     def condition(index, sequences, cache, lengths, scores, finished):
-        return ops.logical_and(index < max_length, ops.logical_not(ops.all(finished)))
+        return ops.logical_and(index < last_index, ops.logical_not(ops.all(finished)))
 
     def body(index, sequences, cache, lengths, scores, finished):
         logits, new_cache = step_fn(take_column(sequences, index), cache, index)
         new_cache = match_cache(cache, new_cache)
+        # Tokens generated before the next one; negative inside the prompt.
+        num_generated = index + 1 - prompt.lengths
         log_probs = next_token_log_probs(
-            logits, sequences, index, end_id, min_length, no_repeat_ngram_size
+            logits, sequences, index, end_id, num_generated=num_generated, **constraints
         )
         tokens = ops.cast(choose_tokens(log_probs, index), "int32")
         token_log_probs = ops.take_along_axis(log_probs, tokens[:, None], axis=1)[:, 0]
-        alive = ops.logical_not(finished)
-        tokens = ops.where(alive, tokens, 0)
-        sequences = write_column(sequences, index + 1, tokens)
-        lengths = lengths + ops.cast(alive, "int32")
-        scores = scores + ops.where(alive, token_log_probs, 0.0)
-        finished = ops.logical_or(
-            finished,
-            ops.logical_or(ops.logical_and(alive, tokens == end_id), index + 1 >= max_lengths),
+        forced = num_generated < 0
+        generating = ops.logical_and(ops.logical_not(finished), ops.logical_not(forced))
+        tokens = ops.where(
+            forced, take_column(sequences, index + 1), ops.where(generating, tokens, 0)
         )
+        sequences = write_column(sequences, index + 1, tokens)
+        lengths = lengths + ops.cast(generating, "int32")
+        scores = scores + ops.where(generating, token_log_probs, 0.0)
+        ends = ops.logical_or(tokens == end_id, num_generated + 1 >= max_lengths)
+        finished = ops.logical_or(finished, ops.logical_and(generating, ends))
         return index + 1, sequences, new_cache, lengths, scores, finished
 
     _, sequences, _, lengths, scores, _ = ops.while_loop(
         condition,
         body,
         (index, sequences, cache, lengths, scores, finished),
-        maximum_iterations=max_length,
+        maximum_iterations=last_index - prompt.first_index,
     )
-    return sequences[:, 1:], lengths, scores
+    return generated_part(sequences, prompt.lengths, max_length), lengths, scores
 
 
 def sort_sequences(ids, lengths, scores, num_sequences):
