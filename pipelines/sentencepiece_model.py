@@ -76,13 +76,18 @@ class SentencePieceOptions:
         character_coverage: the share of the sample's characters that
             become pieces (1.0: all of them).
         normalization_rule_name: SentencePiece's normalization, "nmt_nfkc"
-            by default (see the module docstring).
+            by default (see the module docstring); "identity" keeps the text
+            as it is (what a language model of raw text wants).
+        remove_extra_whitespaces: remove leading, trailing and repeated
+            spaces (SentencePiece's default); False keeps every space, so
+            that, with "identity", detokenized text is the text.
     """
 
     vocab_size: int = 8000
     model_type: str = "unigram"
     character_coverage: float = 1.0
     normalization_rule_name: str = NORMALIZATION
+    remove_extra_whitespaces: bool = True
 
     def __post_init__(self):
         if self.model_type not in MODEL_TYPES:
@@ -117,6 +122,9 @@ class SentencePieceOptions:
             "shuffle_input_sentence": False,
             # Only warnings and errors on stderr.
             "minloglevel": 2,
+            # Given only when not SentencePiece's default, so that the
+            # models learned with the default keep their bytes.
+            **({} if self.remove_extra_whitespaces else {"remove_extra_whitespaces": False}),
         }
 
 

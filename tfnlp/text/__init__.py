@@ -6,7 +6,10 @@
   do not load TensorFlow;
 - `pack_inputs`, `load_vocabulary`, `write_vocabulary`, `SPECIAL_TOKENS`;
 - `CharacterTokenizer` (in-graph) and `PlainCharacterTokenizer` (plain
-  Python): the character vocabularies of the language-model data.
+  Python): the character vocabularies of the language-model data;
+- `load_language_model_tokenizer(data_dir)`: the in-graph tokenizer of a
+  `pipelines.lm_data` output directory (a `LanguageModelTokenizer`), from
+  its `tokenizer.json` (`TokenizerDescriptor`).
 
 Modules that need TensorFlow load on first use (`tfnlp.lazy_imports`).
 """
@@ -24,4 +27,7 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     "normalization": "normalization",
     "CharacterTokenizer": "character_tokenizer",
     "PlainCharacterTokenizer": "plain_character_tokenizer",
+    "LanguageModelTokenizer": "language_model_tokenizer",
+    "load_language_model_tokenizer": "language_model_tokenizer",
+    "TokenizerDescriptor": "tokenizer_descriptor",
 })
