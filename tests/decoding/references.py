@@ -3,8 +3,10 @@
 Written from the definitions, independently of `tfnlp.decoding`: lists of
 hypotheses, sorted with Python's stable sort. Each takes
 `log_probs(prefix) -> numpy float32 (vocabulary,)`, the model's next-token
-log-probabilities after `prefix` (the start token first), and returns a list
-of `(score, tokens)` pairs, best first, `tokens` excluding the start token.
+log-probabilities after `prefix` (the start token or prompt first), and
+`start`, a start token or a prompt (a list of tokens), and returns a list of
+`(score, tokens)` pairs, best first, `tokens` the generated ones only
+(without the start token or prompt, which are neither scored nor counted).
 """
 
 import itertools
@@ -21,10 +23,27 @@ def penalty(length, kind, alpha):
     return np.float32(length ** alpha)
 
 
-def allowed(prefix, log_probs, end_id, min_length, ngram_size):
+def as_prefix(start):
+    """A start token (int) or a prompt (list) as a list of tokens."""
+    return [int(start)] if np.ndim(start) == 0 else [int(token) for token in start]
+
+
+def penalize_repetitions(logits, prefix, penalty):
+    """CTRL's repetition penalty: the logits of the tokens in `prefix`
+    divided by `penalty` when positive, multiplied by it otherwise."""
+    logits = np.array(logits, dtype=np.float32)
+    penalty = np.float32(penalty)
+    for token in set(prefix):
+        if 0 <= token < len(logits):
+            value = logits[token]
+            logits[token] = value / penalty if value > 0 else value * penalty
+    return logits
+
+
+def allowed(prefix, log_probs, end_id, min_length, ngram_size, prompt_length=1):
     """`log_probs` with end_id before `min_length` and repeated n-grams at -inf."""
     log_probs = np.array(log_probs, dtype=np.float32)
-    generated = len(prefix) - 1
+    generated = len(prefix) - prompt_length
     if generated < min_length:
         log_probs[end_id] = -np.inf
     if ngram_size:
@@ -36,19 +55,20 @@ def allowed(prefix, log_probs, end_id, min_length, ngram_size):
     return log_probs
 
 
-def greedy_search(log_probs, start_id, end_id, max_length, min_length=0, ngram_size=0):
-    prefix, score = [start_id], np.float32(0.0)
-    while len(prefix) - 1 < max_length:
-        scores = allowed(prefix, log_probs(prefix), end_id, min_length, ngram_size)
+def greedy_search(log_probs, start, end_id, max_length, min_length=0, ngram_size=0):
+    prefix, score = as_prefix(start), np.float32(0.0)
+    prompt_length = len(prefix)
+    while len(prefix) - prompt_length < max_length:
+        scores = allowed(prefix, log_probs(prefix), end_id, min_length, ngram_size, prompt_length)
         token = int(np.argmax(scores))  # first maximum
         score = np.float32(score + scores[token])
         prefix.append(token)
         if token == end_id:
             break
-    return [(score, prefix[1:])]
+    return [(score, prefix[prompt_length:])]
 
 
-def beam_search(log_probs, start_id, end_id, max_length, beam_size, num_return, kind="none",
+def beam_search(log_probs, start, end_id, max_length, beam_size, num_return, kind="none",
                 alpha=0.0, min_length=0, ngram_size=0):
     """Beam search as documented by `tfnlp.decoding.BeamSearch`, without early stopping.
 
@@ -57,12 +77,14 @@ def beam_search(log_probs, start_id, end_id, max_length, beam_size, num_return, 
     (or all of them at max_length) are finished, scored once by
     log-probability / penalty(length); the beam_size best others stay alive.
     """
-    alive = [(np.float32(0.0), [start_id])]
+    alive = [(np.float32(0.0), as_prefix(start))]
+    prompt_length = len(alive[0][1])
     finished = []
     for step in range(max_length):
         candidates = []
         for score, prefix in alive:
-            scores = allowed(prefix, log_probs(prefix), end_id, min_length, ngram_size)
+            scores = allowed(prefix, log_probs(prefix), end_id, min_length, ngram_size,
+                             prompt_length)
             for token, token_score in enumerate(scores):
                 candidates.append((np.float32(score + token_score), prefix + [token]))
         candidates = [c for c in candidates if c[0] > -np.inf]
@@ -71,8 +93,9 @@ def beam_search(log_probs, start_id, end_id, max_length, beam_size, num_return, 
         last = step + 1 == max_length
         for score, prefix in best:
             if prefix[-1] == end_id or last:
-                length = len(prefix) - 1
-                finished.append((np.float32(score / penalty(length, kind, alpha)), prefix[1:]))
+                length = len(prefix) - prompt_length
+                finished.append((np.float32(score / penalty(length, kind, alpha)),
+                                 prefix[prompt_length:]))
         finished.sort(key=lambda f: -f[0])
         finished = finished[:num_return]
         alive = [c for c in best if c[1][-1] != end_id][:beam_size]

@@ -9,7 +9,9 @@ cache leaf that records the token history, so a decoder that reorders the
 cache wrongly computes wrong log-probabilities; a second leaf counts the
 steps, and a count that disagrees with `index` corrupts the logits.
 `ToyModel.log_probs` computes the same distribution in numpy from a prefix,
-for the references in `tests/decoding/references.py`.
+for the references in `tests/decoding/references.py`; `ToyModel.prompts`
+makes right-padded prompts and `ToyModel.prefilled_cache` the cache a
+prefill pass over their first positions would leave.
 """
 
 import numpy as np
@@ -76,12 +78,30 @@ class ToyModel:
         history = ops.where(written, ops.cast(token_ids, "int32")[:, None], history)
         return logits, {"bias": cache["bias"], "history": history, "steps": cache["steps"] + 1}
 
-    def log_probs(self, example, prefix):
-        """Next-token log-probabilities after `prefix` (start token first)."""
+    def logits(self, example, prefix):
+        """Next-token logits after `prefix` (start token or prompt first)."""
         index = len(prefix) - 1
         before = prefix[index - 1] if index > 0 else -1
-        logits = self.table[index, before + 1, prefix[index]] + self.bias[example]
-        return log_softmax(logits)
+        return self.table[index, before + 1, prefix[index]] + self.bias[example]
+
+    def log_probs(self, example, prefix):
+        """Next-token log-probabilities after `prefix` (start token or prompt first)."""
+        return log_softmax(self.logits(example, prefix))
+
+    def prompts(self, lengths, width=None, seed=0):
+        """int32 `(batch, width)` random prompts of `lengths` tokens, padded on
+        the right with random tokens too (the decoders must ignore them)."""
+        lengths = np.asarray(lengths, np.int32)
+        width = int(lengths.max()) if width is None else width
+        rng = np.random.default_rng(seed)
+        return rng.integers(0, self.vocabulary_size, (len(lengths), width)).astype(np.int32)
+
+    def prefilled_cache(self, prompt_ids, first_index, examples=None):
+        """The cache after feeding `prompt_ids[:, :first_index]` (a prefill pass)."""
+        cache = self.initial_cache(examples)
+        cache["history"][:, :first_index] = prompt_ids[:, :first_index]
+        cache["steps"][:] = first_index
+        return cache
 
 
 class ConstantModel:
@@ -103,40 +123,58 @@ def numpy_outputs(result):
 def backend_cases():
     """Decoders and inputs computed on two backends by tests/decoding/test_compilation.py.
 
-    Returns a list of `(name, decoder, model, max_length, max_lengths)`.
+    Returns a list of `(name, decoder, model, max_length, first_index,
+    inputs)`, `inputs` a dict of the decoder's tensor arguments (`cache`,
+    `start_ids` or `prompt_ids` and `prompt_lengths`, `max_lengths`, and
+    `seed` for per-example seeds).
     """
     from tfnlp.decoding import BeamSearch, GreedySearch, RandomSampling
 
     model = ToyModel(vocabulary_size=6, max_length=7, batch_size=3, seed=40, end_bias=0.5)
     max_lengths = np.array([7, 3, 5], np.int32)
+    started = {"cache": model.initial_cache(), "start_ids": model.start_ids,
+               "max_lengths": max_lengths}
+    # Prompts of 3, 1 and 2 tokens, then up to 5 new ones: indices up to 6.
+    prompt_lengths = np.array([3, 1, 2], np.int32)
+    prompt_ids = model.prompts(prompt_lengths, seed=6)
+    prompted = {"cache": model.initial_cache(), "prompt_ids": prompt_ids,
+                "prompt_lengths": prompt_lengths, "max_lengths": np.array([5, 2, 4], np.int32)}
+    seeds = np.array([[1, 0], [2, 0], [1 << 20, 3]], np.int32)
     return [
-        ("greedy", GreedySearch(min_length=1, no_repeat_ngram_size=2), model, 7, max_lengths),
+        ("greedy", GreedySearch(min_length=1, no_repeat_ngram_size=2), model, 7, 0, started),
         ("beam_gnmt", BeamSearch(3, "gnmt", 0.6, num_return_sequences=2,
-                                 no_repeat_ngram_size=2), model, 7, max_lengths),
+                                 no_repeat_ngram_size=2), model, 7, 0, started),
         ("beam_average", BeamSearch(2, "average", -0.5, num_return_sequences=2, min_length=2),
-         model, 7, None),
-        ("sampling_top_k_1", RandomSampling(top_k=1, seed=1), model, 7, max_lengths),
+         model, 7, 0, dict(started, max_lengths=np.full((3,), 7, np.int32))),
+        ("sampling_top_k_1", RandomSampling(top_k=1, seed=1), model, 7, 0, started),
         ("sampling", RandomSampling(top_p=0.9, top_k=4, seed=1, num_return_sequences=2),
-         model, 7, max_lengths),
+         model, 7, 0, started),
+        ("greedy_prompt", GreedySearch(min_length=2, no_repeat_ngram_size=2,
+                                       repetition_penalty=1.3), model, 5, 0, prompted),
+        ("beam_prompt", BeamSearch(3, "gnmt", 0.6, num_return_sequences=2,
+                                   repetition_penalty=1.2),
+         model, 5, 1, dict(prompted, cache=model.prefilled_cache(prompt_ids, 1),
+                           prompt_lengths=np.array([3, 2, 2], np.int32))),
+        ("sampling_prompt", RandomSampling(top_p=0.9, top_k=4, num_return_sequences=2,
+                                           no_repeat_ngram_size=3, repetition_penalty=1.2),
+         model, 5, 0, dict(prompted, seed=seeds)),
     ]
 
 
 def run_backend_cases(compile_function, names=None):
     """{"NAME/ids": ..., ...} for the backend cases `names` (default: all);
-    `compile_function` wraps `decode(start_ids, cache, max_lengths)` (e.g.
-    `jax.jit`)."""
+    `compile_function` wraps `decode(inputs)` (e.g. `jax.jit`)."""
     outputs = {}
-    for name, decoder, model, max_length, max_lengths in backend_cases():
+    for name, decoder, model, max_length, first_index, inputs in backend_cases():
         if names is not None and name not in names:
             continue
-        def decode(start_ids, cache, max_lengths, decoder=decoder, model=model,
-                   max_length=max_length):
-            return decoder(model.step_fn, cache, start_ids, 1, max_length, max_lengths)
 
-        if max_lengths is None:
-            max_lengths = np.full(model.start_ids.shape, max_length, np.int32)
-        result = numpy_outputs(compile_function(decode)(model.start_ids, model.initial_cache(),
-                                                        max_lengths))
+        def decode(inputs, decoder=decoder, model=model, max_length=max_length,
+                   first_index=first_index):
+            return decoder(model.step_fn, end_id=1, max_length=max_length,
+                           first_index=first_index, **inputs)
+
+        result = numpy_outputs(compile_function(decode)(inputs))
         for key, value in result.items():
             outputs[f"{name}/{key}"] = value
     return outputs
