@@ -1,4 +1,4 @@
-"""RandomSampling: seeds, top-k, top-p and temperature."""
+"""RandomSampling: seeds (one per batch or per example), top-k, top-p and temperature."""
 
 import numpy as np
 import pytest
@@ -57,8 +57,9 @@ def test_samples_are_sorted_and_scored_by_their_log_probability():
 
 
 @pytest.mark.parametrize("decoder", [RandomSampling(top_k=1, seed=3),
+                                     RandomSampling(top_p=1e-6, seed=3),
                                      RandomSampling(temperature=1e-4, seed=3)],
-                         ids=["top_k=1", "temperature=1e-4"])
+                         ids=["top_k=1", "top_p=1e-6", "temperature=1e-4"])
 def test_sampling_reduces_to_greedy_search(decoder):
     model = ToyModel(vocabulary_size=6, max_length=6, batch_size=4, seed=32, end_bias=0.5)
     greedy = decode(GreedySearch(), model)
@@ -123,3 +124,62 @@ def test_every_step_draws_new_random_numbers():
     for step in range(6):
         frequencies = np.bincount(ids[:, step], minlength=8) / 500
         np.testing.assert_allclose(frequencies, 1 / 8, atol=0.07)
+
+
+def test_one_seed_per_example_samples_the_same_alone_in_any_batch_and_at_every_call():
+    model = ToyModel(vocabulary_size=6, max_length=6, batch_size=4, seed=34)
+    seeds = np.array([[3, 0], [3, 1], [4, 0], [1 << 30, 7]], np.int64)
+    decoder = RandomSampling(top_k=5, top_p=0.95, num_return_sequences=3)
+    batched = decode(decoder, model, seed=seeds)
+    assert len({tuple(row.ravel()) for row in batched["ids"]}) == 4
+    order = [3, 1, 0, 2]
+    shuffled = numpy_outputs(decoder(model.step_fn, model.initial_cache(order),
+                                     model.start_ids[order], END, 6, seed=seeds[order]))
+    for position, example in enumerate(order):
+        alone = numpy_outputs(decoder(model.step_fn, model.initial_cache([example]),
+                                      model.start_ids[[example]], END, 6,
+                                      seed=seeds[[example]]))
+        for result, row in ((alone, 0), (shuffled, position)):
+            np.testing.assert_array_equal(result["ids"][row], batched["ids"][example])
+            np.testing.assert_array_equal(result["lengths"][row], batched["lengths"][example])
+            np.testing.assert_allclose(result["scores"][row], batched["scores"][example],
+                                       rtol=1e-6)
+    again = decode(decoder, model, seed=seeds)
+    np.testing.assert_array_equal(again["ids"], batched["ids"])
+    # The three samples of an example differ (streams), as do the examples.
+    assert all(len({tuple(sample) for sample in row}) > 1 for row in batched["ids"])
+
+
+def test_equal_seeds_give_equal_samples_and_a_seed_word_changes_them():
+    model = ConstantModel(np.full(8, 1 / 8))
+    start_ids = np.zeros((3,), np.int32)
+
+    def sample(seeds):
+        result = RandomSampling()(model.step_fn, None, start_ids, 99, 8, seed=np.array(seeds))
+        return np.asarray(result["ids"])[:, 0]
+
+    ids = sample([[5, 0], [5, 0], [5, 1]])
+    np.testing.assert_array_equal(ids[0], ids[1])
+    assert (ids[0] != ids[2]).any() and (ids[0] != sample([[6, 0]] * 3)[0]).any()
+
+
+def test_consecutive_draws_are_independent():
+    # Two steps of a uniform distribution over 8 tokens: the 64 pairs of a
+    # row's tokens must be uniform (chi-square, 63 degrees of freedom).
+    model = ConstantModel(np.full(8, 1 / 8))
+    rows = 6400
+    result = RandomSampling(seed=9)(model.step_fn, None, np.zeros((rows,), np.int32), 99, 2)
+    ids = np.asarray(result["ids"])[:, 0]
+    counts = np.bincount(ids[:, 0] * 8 + ids[:, 1], minlength=64)
+    chi_square = ((counts - rows / 64) ** 2 / (rows / 64)).sum()
+    assert chi_square < 104  # the 0.999 quantile of chi-square(63)
+
+
+def test_seed_shapes_are_explained():
+    model = ConstantModel(np.full(4, 1 / 4))
+    decoder = RandomSampling(seed=1)
+    with pytest.raises(ValueError, match=r"of shape \(2,\) \(one seed for the batch\)"):
+        decoder(model.step_fn, None, np.zeros((2,), np.int32), 99, 2, seed=np.zeros((3,)))
+    with pytest.raises(ValueError, match=r"shape \(batch, 2\) = \(2, 2\); received"):
+        decoder(model.step_fn, None, np.zeros((2,), np.int32), 99, 2,
+                seed=np.zeros((3, 2), np.int32))
