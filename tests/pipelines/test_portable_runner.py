@@ -1,4 +1,4 @@
-"""Both Beam jobs on Beam's portable runner give the default runner's output.
+"""The Beam jobs on Beam's portable runner give the default runner's output.
 
 The portable runner submits a pipeline through Beam's Job API, the API that
 the Flink, Spark and Dataflow runners share. Here it talks to Beam's local
@@ -13,9 +13,13 @@ What must match the default runner (Beam's in-process direct runner):
 - the vocabulary job: the vocabulary file's bytes, and the stats (all but
   the recorded Beam arguments);
 - the pretraining-data job with `--num_shards`: the bytes of every shard
-  file, and the stats (all but the recorded Beam arguments).
+  file, and the stats (all but the recorded Beam arguments);
+- the language-model job (a learned SentencePiece model, a validation
+  split, several packing buckets): the bytes of every file it writes, and
+  the stats (all but the recorded Beam arguments and paths).
 """
 
+import json
 import subprocess
 import sys
 import time
@@ -23,7 +27,7 @@ import time
 import pytest
 import tensorflow as tf
 
-from pipelines import pretraining_data, wordpiece_vocab
+from pipelines import lm_data, pretraining_data, wordpiece_vocab
 
 SAMPLE_LINES = 300
 START_TIMEOUT_SECONDS = 60
@@ -151,3 +155,39 @@ def test_pretraining_data_job_gives_the_same_bytes(shared_data_dir, tmp_path, jo
     default_stats["parameters"].pop("output_dir")
     portable_stats["parameters"].pop("output_dir")
     assert portable_stats == default_stats
+
+
+def test_lm_data_job_gives_the_same_bytes(shared_data_dir, tmp_path, job_endpoint):
+    corpus = tmp_path / "shakespeare.txt"
+    corpus.write_bytes(first_lines(shared_data_dir / "lm/tinyshakespeare-train.txt",
+                                   SAMPLE_LINES))
+    files, stats = {}, {}
+    for runner, beam_arguments in (
+        ("default", []),
+        ("portable", portable_arguments(job_endpoint)),
+    ):
+        output = tmp_path / runner
+        result = lm_data.main([
+            f"--input_file={corpus}",
+            f"--output_dir={output}",
+            "--tokenizer=sentencepiece",
+            "--vocab_size=400",
+            "--validation_fraction=0.2",
+            "--sequence_length=32",
+            # A small bucket, so that the documents spread over several streams.
+            "--packing_bucket_tokens=500",
+            "--num_shards=2",
+            *beam_arguments,
+        ])
+        files[runner] = {path.name: path.read_bytes() for path in sorted(output.iterdir())
+                         if path.name != "stats.json"}
+        stats[runner] = json.loads(json.dumps(without_beam_arguments(result))
+                                   .replace(str(output), "DIR"))
+    assert sorted(files["default"]) == [
+        "sentencepiece.model", "sentencepiece.vocab", "tokenizer.json",
+        "train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord",
+        "validation-00000-of-00001.tfrecord"]
+    assert stats["default"]["train"]["buckets"] > 3
+    assert stats["default"]["validation"]["records"] > 10
+    assert files["portable"] == files["default"]
+    assert stats["portable"] == stats["default"]
