@@ -106,6 +106,45 @@ def test_temperature_sharpens_and_flattens():
         np.testing.assert_allclose(frequencies, expected / expected.sum(), atol=0.015)
 
 
+def sample_per_row(settings, rows=20000):
+    """Like `sample_once`, each half of the rows with its own call settings
+    (`{name: (first half's, second half's)}`), as two frequency rows."""
+    model = ConstantModel(PROBABILITIES)
+    options = {name: np.repeat(np.array(values), rows // 2) for name, values in settings.items()}
+    result = RandomSampling(seed=8)(model.step_fn, None, np.zeros((rows,), np.int32),
+                                    end_id=99, max_length=1, **options)
+    tokens = np.asarray(result["ids"])[:, 0, 0]
+    return [np.bincount(half, minlength=len(PROBABILITIES)) / (rows // 2)
+            for half in (tokens[: rows // 2], tokens[rows // 2:])]
+
+
+def test_each_example_samples_with_its_own_temperature_top_k_and_top_p():
+    top_k, everything = sample_per_row({"top_k": (3, 0)})
+    top = np.argsort(-PROBABILITIES, kind="stable")[:3]
+    assert top_k[np.setdiff1d(np.arange(len(PROBABILITIES)), top)].sum() == 0
+    np.testing.assert_allclose(top_k[top], PROBABILITIES[top] / PROBABILITIES[top].sum(),
+                               atol=0.02)
+    np.testing.assert_allclose(everything, PROBABILITIES, atol=0.02)
+    greedy, nucleus = sample_per_row({"top_p": (0.01, 0.5)})
+    assert greedy[1] == 1.0
+    assert nucleus[[0, 2, 5, 6, 7]].sum() == 0 and nucleus[[1, 3]].min() > 0.3
+    cold, hot = sample_per_row({"temperature": (0.5, 2.0)})
+    for frequencies, temperature in ((cold, 0.5), (hot, 2.0)):
+        expected = PROBABILITIES ** (1 / temperature)
+        np.testing.assert_allclose(frequencies, expected / expected.sum(), atol=0.02)
+
+
+def test_per_example_settings_equal_to_the_decoder_s_draw_the_same_samples():
+    model = ToyModel(vocabulary_size=9, max_length=6, batch_size=4, seed=12)
+    decoder = RandomSampling(top_k=4, top_p=0.8, temperature=0.7, seed=3)
+    settings = dict(temperature=np.full((4,), 0.7, np.float32), top_k=np.full((4,), 4),
+                    top_p=np.full((4,), 0.8, np.float32))
+    given = decode(decoder, model, **settings)
+    default = decode(decoder, model)
+    np.testing.assert_array_equal(given["ids"], default["ids"])
+    np.testing.assert_allclose(given["scores"], default["scores"], rtol=1e-6)
+
+
 def test_min_length():
     model = ToyModel(vocabulary_size=5, max_length=6, batch_size=4, seed=33, end_bias=3.0)
     unconstrained = decode(RandomSampling(seed=7, num_return_sequences=4), model)

@@ -74,6 +74,13 @@ class RandomSampling(Decoder):
             an integer tensor of shape `(2,)` (one seed for the batch, e.g.
             an input of a serving signature) or of shape `(batch, 2)` (one
             seed per example). Seed words are taken modulo 2**32.
+        temperature, top_k, top_p: optional, override the decoder's for
+            this call, one value per example (float `(batch,)`, int
+            `(batch,)`, float `(batch,)`; e.g. the per-request inputs of a
+            serving signature). Values are not checked inside a traced
+            function: clip them before (a temperature > 0, a `top_k` >= 0,
+            a `top_p` in (0, 1]). Per-example filtering ranks the whole
+            vocabulary at each step.
 
     Returns:
         A dict: `"ids"` int32 `(batch, num_return_sequences, max_length)`
@@ -198,7 +205,9 @@ class RandomSampling(Decoder):
             f"received shape {tuple(seed.shape)}."
         )
 
-    def _choose_tokens(self, log_probs, index, keys):
+    def _choose_tokens(self, log_probs, index, keys, settings=None):
+        if settings is not None:
+            return self._choose_tokens_per_row(log_probs, index, keys, settings)
         logits = log_probs / self.temperature
         if self.top_k == 0 and self.top_p >= 1.0:
             token_ids = ops.arange(ops.shape(logits)[-1], dtype="int32")[None, :]
@@ -220,9 +229,47 @@ class RandomSampling(Decoder):
         choices = best_tokens(values + gumbel_noise(keys, index, candidates))
         return ops.take_along_axis(candidates, choices[:, None], axis=1)[:, 0]
 
-    def decode(self, step_fn, cache, prompt, end_id, max_length, max_lengths, seed=None):
+    def _choose_tokens_per_row(self, log_probs, index, keys, settings):
+        """`_choose_tokens` with each row's own temperature `(rows, 1)`,
+        top-k `(rows, 1)` (0: all) and top-p `(rows, 1)`."""
+        temperature, top_k, top_p = settings
+        vocabulary_size = log_probs.shape[-1]
+        if vocabulary_size is None:
+            raise ValueError(
+                "Per-example top-k and top-p need the vocabulary size statically: "
+                f"`step_fn` returned logits of shape {tuple(log_probs.shape)}."
+            )
+        values, candidates = ops.top_k(log_probs / temperature, vocabulary_size)
+        ranks = ops.arange(vocabulary_size, dtype="int32")[None, :]
+        keep = ops.logical_or(top_k <= 0, ranks < top_k)
+        values = ops.where(keep, values, NEGATIVE_INFINITY)
+        probabilities = ops.softmax(values, axis=-1)
+        mass_before = ops.cumsum(probabilities, axis=-1) - probabilities
+        values = ops.where(mass_before < top_p, values, NEGATIVE_INFINITY)
+        choices = best_tokens(values + gumbel_noise(keys, index, candidates))
+        return ops.take_along_axis(candidates, choices[:, None], axis=1)[:, 0]
+
+    def _row_settings(self, temperature, top_k, top_p, batch_size):
+        """The per-example settings as `(rows, 1)` columns (the decoder's own
+        where a call leaves one out), or None when the call gives none."""
+        if temperature is None and top_k is None and top_p is None:
+            return None
+
+        def column(value, default, dtype):
+            if value is None:
+                value = ops.full((batch_size,), default, dtype=dtype)
+            value = ops.cast(ops.reshape(value, (-1,)), dtype)
+            return ops.repeat(value, self.num_return_sequences, axis=0)[:, None]
+
+        return (column(temperature, self.temperature, "float32"),
+                column(top_k, self.top_k, "int32"),
+                column(top_p, self.top_p, "float32"))
+
+    def decode(self, step_fn, cache, prompt, end_id, max_length, max_lengths, seed=None,
+               temperature=None, top_k=None, top_p=None):
         copies = self.num_return_sequences
         keys = self._row_keys(seed, prompt.ids)
+        settings = self._row_settings(temperature, top_k, top_p, ops.shape(prompt.ids)[0])
         if copies > 1:
             cache = tile_cache(cache, copies)
             prompt = prompt._replace(
@@ -237,7 +284,8 @@ class RandomSampling(Decoder):
             end_id,
             max_length,
             max_lengths,
-            choose_tokens=lambda log_probs, index: self._choose_tokens(log_probs, index, keys),
+            choose_tokens=lambda log_probs, index: self._choose_tokens(
+                log_probs, index, keys, settings),
             constraints=constraints_of(self),
         )
         return sort_sequences(ids, lengths, scores, copies)
