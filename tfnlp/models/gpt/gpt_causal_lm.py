@@ -1,6 +1,7 @@
 """The GPT language model: the backbone and the tied output embedding."""
 
 import keras
+import numpy as np
 from keras import ops
 
 from tfnlp.models.generative_model import GenerativeModel
@@ -23,6 +24,8 @@ class GPTCausalLM(GenerativeModel):
     `prefill(token_ids, cache)` fills it for a prompt in one forward pass,
     and `decode_step(token_ids, cache, index)` is the decoders' step
     function. Cached decoding gives the logits of the full forward pass.
+    `generate(prompt_ids, prompt_lengths, decoder, max_new_tokens)`
+    continues a batch of prompts.
 
     Args:
         vocabulary_size, num_layers, num_heads, hidden_dim,
@@ -30,7 +33,8 @@ class GPTCausalLM(GenerativeModel):
         layer_norm_epsilon, activation, initializer_range: the backbone's
             (see `GPTBackbone`).
         end_token_id: the token that ends a generated sequence (GPT-2's
-            `<|endoftext|>` is 50256), or None.
+            `<|endoftext|>` is 50256); None for none, so that generation
+            runs to `max_new_tokens`.
         dtype: the dtype policy of the layers (for example
             "mixed_bfloat16"); the logits are float32 whatever it is.
         **kwargs: standard `keras.Model` arguments.
@@ -47,6 +51,7 @@ class GPTCausalLM(GenerativeModel):
     Example:
 
     >>> import numpy as np
+    >>> from tfnlp.decoding import GreedySearch
     >>> model = GPTCausalLM.from_preset("tiny", vocabulary_size=50)
     >>> tuple(model(np.array([[5, 6, 7]])).shape)
     (1, 3, 50)
@@ -55,6 +60,10 @@ class GPTCausalLM(GenerativeModel):
     >>> next_logits, cache = model.decode_step(np.array([8]), cache, index=3)
     >>> tuple(next_logits.shape)
     (1, 50)
+    >>> result = model.generate(np.array([[5, 6, 7], [8, 9, 0]]), np.array([3, 2]),
+    ...                         GreedySearch(), max_new_tokens=4)
+    >>> tuple(result["ids"].shape)
+    (2, 1, 4)
 
     References:
         - [Radford et al., 2019. Language Models are Unsupervised Multitask
@@ -163,3 +172,62 @@ class GPTCausalLM(GenerativeModel):
         the cache with this position's keys and values written in."""
         logits, cache = self.prefill(ops.cast(token_ids, "int32")[:, None], cache, index)
         return logits[:, 0, :], cache
+
+    def generate(self, prompt_ids, prompt_lengths, decoder, max_new_tokens):
+        """Continues a batch of prompts with a `tfnlp.decoding` decoder.
+
+        The prompts' common part (all but the last token of the shortest
+        prompt) is prefilled in one forward pass; the decoder then feeds
+        each row the rest of its prompt and generates after it, so that
+        prompts of different lengths decode side by side as each would
+        alone. Generation stops at `end_token_id` or after
+        `max_new_tokens`.
+
+        Args:
+            prompt_ids: int `(batch, prompt_length)`, right-padded.
+            prompt_lengths: int `(batch,)`, the prompts' lengths (at least
+                1); None when every prompt fills `prompt_length`. When it
+                is a symbolic tensor (inside a traced function) nothing is
+                prefilled, since the prefill's length must be static.
+            decoder: a `tfnlp.decoding` decoder (greedy, beam search,
+                sampling).
+            max_new_tokens: the static bound on the generated tokens;
+                `prompt_length + max_new_tokens - 1` positions must fit
+                `max_sequence_length`.
+
+        Returns:
+            The decoder's result dict: `ids` `(batch, num_sequences,
+            max_new_tokens)` (the generated tokens only, ending with
+            `end_token_id` when it is generated, 0-padded after), `lengths`
+            and `scores`.
+        """
+        prompt_ids = ops.cast(prompt_ids, "int32")
+        prompt_length = prompt_ids.shape[1]
+        cache_length = prompt_length + max_new_tokens - 1
+        self.check_positions(cache_length, "the cache length (prompt_length + max_new_tokens - 1)")
+        first_index = prefill_length(prompt_lengths, prompt_length)
+        cache = self.initial_cache(ops.shape(prompt_ids)[0], cache_length)
+        if first_index:
+            cache = self.prefill(prompt_ids[:, :first_index], cache)[1]
+        return self.run_decoder(
+            decoder, cache, None, self.generation_end_id, max_new_tokens,
+            prompt_ids=prompt_ids, prompt_lengths=prompt_lengths, first_index=first_index)
+
+    @property
+    def generation_end_id(self):
+        """`end_token_id`, or `vocabulary_size` without one: an id outside
+        the logits, which no decoder generates."""
+        return self.vocabulary_size if self.end_token_id is None else self.end_token_id
+
+
+def prefill_length(prompt_lengths, prompt_length):
+    """The positions every prompt shares but the shortest one's last: the
+    static `first_index` of the decoders. `prompt_length - 1` without
+    `prompt_lengths`; 0 when they are not known until run time."""
+    if prompt_lengths is None:
+        return prompt_length - 1
+    try:
+        lengths = np.asarray(ops.convert_to_numpy(prompt_lengths))
+    except (NotImplementedError, TypeError, ValueError):
+        return 0
+    return int(np.clip(lengths.min(), 1, prompt_length)) - 1
