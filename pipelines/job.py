@@ -15,7 +15,8 @@ module is that shared part:
   key-sorted UTF-8 JSON ending in a newline); `WriteStats`, the transform
   that writes a job's stats dict in it; `share`, the ratios in the stats.
 - `run_job`: builds a pipeline from the command line's Beam options, runs
-  it, checks that it finished, reads its stats and logs the runner's
+  it with its objects kept from the garbage collector (`objects_frozen`),
+  checks that it finished, reads its stats and logs the runner's
   counters, each top-level step's time (`runner_report`) and the summary.
 - `configure_command_line_logging`: the logging of `python -m pipelines.X`;
   `command_line_main`: what such a module's `__main__` block runs (its
@@ -30,6 +31,7 @@ None), of which those the job does not know are Beam options (see
 `summary_line(stats, seconds)` is the line `run_job` logs at the end.
 """
 
+import atexit
 import contextlib
 import gc
 import importlib
@@ -322,7 +324,10 @@ def command_line_main(module_name, argv=None):
     Configures the logging (`configure_command_line_logging`) and runs the
     `main` of the job's module imported by its name, rather than that of
     `__main__`, so that Beam pickles the job's DoFns by reference to the
-    importable module, with `tfnlp.command_line.run_main`.
+    importable module, with `tfnlp.command_line.run_main`. The objects
+    alive when the process exits are frozen first (`gc.freeze` at exit):
+    the interpreter's last collections would only scan Beam's modules
+    again.
 
     Args:
         module_name: the job's module, e.g. "pipelines.translation_data".
@@ -337,4 +342,5 @@ def command_line_main(module_name, argv=None):
             output that cannot be written, a bad flag value).
     """
     configure_command_line_logging()
+    atexit.register(gc.freeze)
     return run_main(importlib.import_module(module_name).main, argv)

@@ -70,3 +70,13 @@ def test_objects_frozen_keeps_the_collector_off_them_until_exit():
             raise RuntimeError("the run failed")
     # Given back, also when the run fails.
     assert gc.get_freeze_count() == 0
+
+
+def test_a_command_line_freezes_what_is_left_at_exit(monkeypatch, capsys):
+    # The interpreter's last collections would scan Beam's objects again.
+    registered = []
+    monkeypatch.setattr(job.atexit, "register", registered.append)
+    monkeypatch.setattr(job, "configure_command_line_logging", lambda: None)
+    with pytest.raises(SystemExit):
+        job.command_line_main("pipelines.pretraining_data", ["--no_such_flag"])
+    assert registered == [gc.freeze]
