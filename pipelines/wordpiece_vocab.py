@@ -56,14 +56,15 @@ The steps, none of which holds the corpus in one process:
    `FastWordpieceTokenizer`) to measure the [UNK] share, weighted by count.
 
 Steps 2 to 4 are the composite transform `LearnWordPieceVocabulary`, whose
-arguments are a `VocabularyOptions`; `build_pipeline` puts it between
-`ReadTextLines` and the writers, and `main` maps the flags to its
-arguments.
+arguments are a `wordpiece_learner.VocabularyOptions`; `build_pipeline`
+puts it between `ReadTextLines` and the writers, and `main` maps the flags
+to its arguments. The job's other modules: `wordpiece_vocab_flags` (the
+parser and the flag checks), `wordpiece_words` (steps 2 and 4: counting
+words and measuring [UNK] pieces), `wordpiece_learner` (step 3: ranking
+words, the learner, the cut and the vocabulary file) and
+`wordpiece_vocab_stats` (the stats file and the summary line).
 """
 
-import argparse
-import collections
-import dataclasses
 import logging
 
 import apache_beam as beam
@@ -74,511 +75,18 @@ if __name__ == "__main__":
     # `python -m pipelines.wordpiece_vocab`: TensorFlow without its start-up lines.
     import_quietly(("tensorflow",))
 
-import tensorflow as tf  # noqa: E402 (after the quiet import)
-import tensorflow_text as tf_text
-from tensorflow_text.tools.wordpiece_vocab import (
-    wordpiece_tokenizer_learner_lib as learner,
+from pipelines import (  # noqa: E402 (after the quiet import)
+    job,
+    text_input,
+    wordpiece_learner,
+    wordpiece_vocab_flags,
+    wordpiece_vocab_stats,
+    wordpiece_words,
 )
-
-from pipelines import job, text_input
-from tfnlp.command_line import ArgumentParser, UsageError, add_boolean_flag, check_output_file
-from tfnlp.data.file_names import STATS_SUFFIX
-from tfnlp.text import normalization
-from tfnlp.text.vocabulary import SPECIAL_TOKENS
+from tfnlp.command_line import UsageError, check_output_file  # noqa: E402
+from tfnlp.data.file_names import STATS_SUFFIX  # noqa: E402
 
 LOGGER = logging.getLogger(__name__)
-SUFFIX_INDICATOR = "##"
-# The highest count threshold the learner's search considers (its default).
-UPPER_COUNT_THRESHOLD = 10_000_000
-WORD_DELIMITER = normalization.WHITESPACE + "|" + normalization.PUNCTUATION_OR_CJK
-KEPT_DELIMITER = normalization.PUNCTUATION_OR_CJK
-LONG_WORDS_TAG = "long_words"
-# Maps each byte b to 255 - b; used to rank words in reverse byte order.
-_INVERTED_BYTES = bytes(range(255, -1, -1))
-
-
-@dataclasses.dataclass(frozen=True)
-class VocabularyOptions:
-    """What `LearnWordPieceVocabulary` learns, and how.
-
-    Attributes:
-        vocab_size: the largest number of tokens, the reserved ones
-            included.
-        lower_case: lower-case and strip accents before splitting words
-            (uncased BERT).
-        reserved_tokens: tokens placed after `SPECIAL_TOKENS` (which are
-            always reserved), in order.
-        max_input_words: only the most frequent words (this many) go to the
-            learner.
-        min_token_count: the lowest count threshold the learner searches
-            for a piece.
-        max_token_length: longer words (in characters) are left out of
-            learning.
-        max_unique_characters: the alphabet: words with a character outside
-            the most frequent ones are left out of learning.
-        num_iterations: the learner's iterations.
-        slack_ratio: the learner accepts a size between
-            `(1 - slack_ratio) * vocab_size` and `vocab_size`.
-    """
-
-    vocab_size: int
-    lower_case: bool = True
-    reserved_tokens: tuple = ()
-    max_input_words: int = 5_000_000
-    min_token_count: int = 10
-    max_token_length: int = 50
-    max_unique_characters: int = 1000
-    num_iterations: int = 4
-    slack_ratio: float = 0.05
-
-    @property
-    def all_reserved_tokens(self):
-        """`SPECIAL_TOKENS` then `reserved_tokens`: the vocabulary's start."""
-        return [*SPECIAL_TOKENS, *self.reserved_tokens]
-
-    def learner_options(self):
-        """The WordPiece learner's keyword arguments other than the size
-        and the reserved tokens."""
-        return {
-            "upper_thresh": UPPER_COUNT_THRESHOLD,
-            "lower_thresh": self.min_token_count,
-            "num_iterations": self.num_iterations,
-            "max_input_tokens": self.max_input_words,
-            "max_token_length": self.max_token_length,
-            "max_unique_chars": self.max_unique_characters,
-            "slack_ratio": self.slack_ratio,
-            "include_joiner_token": True,
-            "joiner": SUFFIX_INDICATOR,
-        }
-
-
-def parse_arguments(argv=None):
-    """Splits the command line into this job's flags and Beam's options.
-
-    Args:
-        argv: the arguments without the program name; `sys.argv[1:]` when
-            None.
-
-    Returns:
-        `(flags, beam_arguments)`: an argparse namespace (with
-        `reserved_tokens` as a list) and the arguments left for
-        `PipelineOptions`.
-
-    Raises:
-        SystemExit: a flag is missing or invalid (argparse's usage error).
-    """
-    parser = ArgumentParser(
-        prog="python -m pipelines.wordpiece_vocab",
-        description="Learns a BERT WordPiece vocabulary from raw text with Beam.",
-        # Unknown options go to Beam whole, never taken as abbreviations.
-        allow_abbrev=False,
-    )
-    parser.add_argument(
-        "--input_file",
-        required=True,
-        help="Comma-separated globs of the input files (any Beam filesystem).",
-    )
-    parser.add_argument(
-        "--output_file",
-        required=True,
-        help="Where to write the vocabulary; the stats go to <output_file>.stats.json.",
-    )
-    parser.add_argument(
-        "--vocab_size",
-        type=int,
-        required=True,
-        help="The largest number of tokens, the reserved ones included.",
-    )
-    add_boolean_flag(
-        parser,
-        "lower_case",
-        VocabularyOptions.lower_case,
-        "Lower-case and strip accents (uncased BERT; the default). "
-        "--nolower_case learns a cased vocabulary.",
-    )
-    # The spelling of argparse's BooleanOptionalAction, which this flag took
-    # before it became absl-style like the other jobs' flags.
-    parser.add_argument(
-        "--no-lower_case", dest="lower_case", action="store_false", help=argparse.SUPPRESS
-    )
-    parser.add_argument(
-        "--reserved_tokens",
-        default="",
-        help="Comma-separated tokens placed after [PAD], [UNK], [CLS], [SEP] "
-        "and [MASK] (which are always reserved, with ids 0 to 4).",
-    )
-    parser.add_argument(
-        "--input_format",
-        choices=text_input.INPUT_FORMATS,
-        default="text",
-        help="text: one record per line; jsonl: one JSON object per line, "
-        'its "text" field is the record.',
-    )
-    parser.add_argument(
-        "--max_input_words",
-        type=int,
-        default=VocabularyOptions.max_input_words,
-        help="Only the most frequent words (this many) go to the learner.",
-    )
-    parser.add_argument(
-        "--min_token_count",
-        type=int,
-        default=VocabularyOptions.min_token_count,
-        help="The lowest count threshold the learner searches for a piece.",
-    )
-    parser.add_argument(
-        "--max_token_length",
-        type=int,
-        default=VocabularyOptions.max_token_length,
-        help="Longer words (in characters) are left out of learning.",
-    )
-    parser.add_argument(
-        "--max_unique_characters",
-        type=int,
-        default=VocabularyOptions.max_unique_characters,
-        help="The alphabet: words with a character outside the most frequent "
-        "ones are left out of learning.",
-    )
-    parser.add_argument(
-        "--num_iterations",
-        type=int,
-        default=VocabularyOptions.num_iterations,
-        help="The learner's iterations.",
-    )
-    parser.add_argument(
-        "--slack_ratio",
-        type=float,
-        default=VocabularyOptions.slack_ratio,
-        help="The learner accepts a size between (1 - slack_ratio) * vocab_size "
-        "and vocab_size.",
-    )
-    flags, beam_arguments = parser.parse_known_args(argv)
-    try:
-        flags.reserved_tokens = reserved_tokens_from_flag(flags.reserved_tokens)
-    except ValueError as error:
-        parser.error(str(error))
-    reserved_count = len(SPECIAL_TOKENS) + len(flags.reserved_tokens)
-    if flags.vocab_size <= reserved_count:
-        parser.error(
-            f"--vocab_size={flags.vocab_size} leaves no room for learned tokens "
-            f"after the {reserved_count} reserved ones."
-        )
-    for name in (
-        "max_input_words",
-        "min_token_count",
-        "max_token_length",
-        "max_unique_characters",
-        "num_iterations",
-    ):
-        if getattr(flags, name) < 1:
-            parser.error(f"--{name} must be at least 1.")
-    if not 0 <= flags.slack_ratio < 1:
-        parser.error("--slack_ratio must be in [0, 1).")
-    return flags, beam_arguments
-
-
-def reserved_tokens_from_flag(value):
-    """The extra reserved tokens of a comma-separated `--reserved_tokens`.
-
-    Args:
-        value: e.g. "[unused0],[unused1]"; surrounding spaces are removed
-            and empty entries ignored.
-
-    Returns:
-        The tokens, in order.
-
-    Raises:
-        ValueError: a token contains whitespace, repeats, or is one of the
-            always-reserved `SPECIAL_TOKENS`.
-    """
-    tokens = [token.strip() for token in value.split(",") if token.strip()]
-    for token in tokens:
-        if any(character.isspace() for character in token):
-            raise ValueError(f"Reserved token {token!r} contains whitespace.")
-        if token in SPECIAL_TOKENS:
-            raise ValueError(
-                f"Reserved token {token} is always reserved; leave it out of "
-                "--reserved_tokens."
-            )
-    if len(set(tokens)) != len(tokens):
-        raise ValueError(f"--reserved_tokens repeats a token: {tokens}.")
-    return tokens
-
-
-@beam.typehints.with_output_types(tuple[str, int])
-class CountWords(beam.DoFn):
-    """Splits a batch of lines into words like the tokenizer and counts them.
-
-    The main output is `(word, count)` per distinct word of the batch; the
-    output tagged `LONG_WORDS_TAG` is the number of words of more than 200
-    characters in the batch (each becomes one [UNK] in the tokenizer).
-
-    Args:
-        lower_case: lower-case and strip accents before splitting.
-    """
-
-    def __init__(self, lower_case):
-        self._lower_case = lower_case
-        self._split = None
-
-    def setup(self):
-        lower_case = self._lower_case
-
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
-        def split_words(lines):
-            lines = normalization.normalize(lines, lower_case)
-            words = tf_text.regex_split(
-                lines,
-                delim_regex_pattern=WORD_DELIMITER,
-                keep_delim_regex_pattern=KEPT_DELIMITER,
-            )
-            return words.flat_values
-
-        self._split = split_words
-        self._words_counter = beam.metrics.Metrics.counter(
-            job.METRICS_NAMESPACE, "words_counted"
-        )
-
-    def process(self, lines):
-        words = self._split(tf.constant(lines, dtype=tf.string)).numpy()
-        self._words_counter.inc(len(words))
-        counts = collections.Counter(words)
-        long_words = 0
-        for word, count in counts.items():
-            word = word.decode("utf-8")
-            if len(word) > normalization.MAX_CHARS_PER_WORD:
-                long_words += count
-            else:
-                yield word, count
-        if long_words:
-            yield beam.pvalue.TaggedOutput(LONG_WORDS_TAG, long_words)
-
-
-def batch_size_of_line(text):
-    """A line's weight in a batch: one unit per 256 characters (at least 1),
-    so that a batch of at most 4096 units holds about 1 MB of text."""
-    return 1 + len(text) // 256
-
-
-def ranking_key(word_and_count):
-    """Orders words by count, then by the word, in one comparable tuple.
-
-    Args:
-        word_and_count: a `(word, count)` pair.
-
-    Returns:
-        `(count, inverted)`, where `inverted` is the word's UTF-8 bytes each
-        replaced by 255 minus itself, followed by 0xFF: the larger of two
-        keys has the larger count or, for equal counts, the word that comes
-        first in code-point order. `word_from_ranking_key` inverts it.
-    """
-    word, count = word_and_count
-    return count, word.encode("utf-8").translate(_INVERTED_BYTES) + b"\xff"
-
-
-def word_from_ranking_key(key):
-    """The `(word, count)` pair of a `ranking_key`.
-
-    Args:
-        key: a `(count, inverted)` pair from `ranking_key`.
-
-    Returns:
-        The `(word, count)` pair.
-    """
-    count, inverted = key
-    return inverted[:-1].translate(_INVERTED_BYTES).decode("utf-8"), count
-
-
-def learn_vocabulary(ranked_words, vocab_size, reserved_tokens, learner_options):
-    """Runs the WordPiece learner on the most frequent words.
-
-    Args:
-        ranked_words: `ranking_key`s of the most frequent words.
-        vocab_size: the largest number of tokens to return.
-        reserved_tokens: the tokens that come first, in order.
-        learner_options: the learner's other keyword arguments.
-
-    Returns:
-        A dict with "tokens" (the vocabulary: the reserved tokens first,
-        each once, at most `vocab_size` tokens), "learned_size" (the
-        learner's size before any cut) and "words_used" (the number of
-        words given to the learner).
-    """
-    word_counts = [
-        word_from_ranking_key(key) for key in sorted(ranked_words, reverse=True)
-    ]
-    if word_counts:
-        tokens = learner.learn(
-            word_counts,
-            vocab_size=vocab_size,
-            reserved_tokens=list(reserved_tokens),
-            **learner_options,
-        )
-    else:
-        tokens = list(reserved_tokens)
-    reserved_first = tokens[: len(reserved_tokens)] == list(reserved_tokens)
-    if not reserved_first or len(set(tokens)) != len(tokens):
-        raise RuntimeError(
-            "The WordPiece learner did not put each reserved token first exactly once."
-        )
-    return {
-        "tokens": cut_vocabulary(tokens, vocab_size, len(reserved_tokens)),
-        "learned_size": len(tokens),
-        "words_used": len(word_counts),
-    }
-
-
-def is_alphabet_token(token):
-    """Whether `token` is one character, alone or as a "##" continuation."""
-    return len(token) == 1 or (
-        len(token) == len(SUFFIX_INDICATOR) + 1 and token.startswith(SUFFIX_INDICATOR)
-    )
-
-
-def cut_vocabulary(tokens, vocab_size, reserved_count):
-    """Cuts a learned vocabulary to at most `vocab_size` tokens.
-
-    The learner orders tokens as: the reserved ones, the single characters,
-    then the pieces by decreasing count, where a "##" character it had to
-    add comes last with count 1. Cutting the tail would drop such
-    characters and turn every word that needs one into [UNK], so the least
-    frequent longer pieces go first; only when the alphabet alone is too
-    large are characters cut, from the end.
-
-    Args:
-        tokens: the learner's vocabulary.
-        vocab_size: the largest size to return.
-        reserved_count: how many tokens at the start are never cut.
-
-    Returns:
-        The tokens, in the same order, at most `vocab_size` of them.
-    """
-    excess = len(tokens) - vocab_size
-    if excess <= 0:
-        return list(tokens)
-    dropped = set()
-    for index in range(len(tokens) - 1, reserved_count - 1, -1):
-        if len(dropped) == excess:
-            break
-        if not is_alphabet_token(tokens[index]):
-            dropped.add(index)
-    kept = [token for index, token in enumerate(tokens) if index not in dropped]
-    return kept[:vocab_size]
-
-
-def vocabulary_file_bytes(tokens):
-    """The bytes of a vocabulary file, as `tfnlp.text.write_vocabulary`
-    writes them.
-
-    Args:
-        tokens: the tokens in id order.
-
-    Returns:
-        UTF-8 bytes, one token per line, each ending in "\\n".
-
-    Raises:
-        ValueError: a token is empty or has surrounding whitespace or a line
-            break, which a one-token-per-line file cannot hold.
-    """
-    for token in tokens:
-        if not token or token != token.strip() or "\n" in token:
-            raise ValueError(
-                f"Vocabulary token {token!r} is empty or has surrounding "
-                "whitespace; one-token-per-line files cannot hold it."
-            )
-    return "".join(token + "\n" for token in tokens).encode("utf-8")
-
-
-class CountUnknownPieces(beam.DoFn):
-    """Splits batches of `(word, count)` pairs into pieces of the learned
-    vocabulary and yields `(pieces, unknown_pieces)`, weighted by count.
-
-    The vocabulary's tokens come as a side input (`process`'s `tokens`);
-    the tokenizer is built from them once per worker.
-    """
-
-    def __init__(self):
-        self._tokens = None
-        self._tokenizer = None
-
-    def process(self, batch, tokens):
-        if self._tokenizer is None or (
-            tokens is not self._tokens and tokens != self._tokens
-        ):
-            self._tokens = tokens
-            self._tokenizer = tf_text.FastWordpieceTokenizer(
-                vocab=tokens,
-                suffix_indicator=SUFFIX_INDICATOR,
-                max_bytes_per_word=4 * normalization.MAX_CHARS_PER_WORD,
-                token_out_type=tf.int64,
-                unknown_token="[UNK]",
-                no_pretokenization=True,
-            )
-            self._unknown_id = tokens.index("[UNK]")
-        words = tf.constant([word for word, _ in batch], dtype=tf.string)
-        ids = self._tokenizer.tokenize(words)
-        pieces = ids.row_lengths().numpy()
-        unknown = tf.reduce_sum(
-            tf.cast(tf.equal(ids, self._unknown_id), tf.int64), axis=1
-        ).numpy()
-        counts = [count for _, count in batch]
-        yield (
-            int(sum(int(c) * int(p) for c, p in zip(counts, pieces))),
-            int(sum(int(c) * int(u) for c, u in zip(counts, unknown))),
-        )
-
-
-def sum_pairs(pairs):
-    """Adds `(pieces, unknown_pieces)` pairs element-wise.
-
-    Args:
-        pairs: an iterable of pairs of integers.
-
-    Returns:
-        The pair of sums, `(0, 0)` for no pairs.
-    """
-    pieces = unknown = 0
-    for piece_count, unknown_count in pairs:
-        pieces += piece_count
-        unknown += unknown_count
-    return pieces, unknown
-
-
-def word_statistics(
-    vocabulary, words_in_vocabulary_range, long_words, unique_words, piece_counts
-):
-    """The statistics of a learned vocabulary over its corpus.
-
-    Args:
-        vocabulary: `learn_vocabulary`'s result.
-        words_in_vocabulary_range: occurrences of words of up to 200
-            characters.
-        long_words: occurrences of longer words (each one [UNK] piece).
-        unique_words: distinct words of up to 200 characters.
-        piece_counts: `(pieces, unknown_pieces)` over all word occurrences
-            of up to 200 characters.
-
-    Returns:
-        A dict with "words_counted" (occurrences), "unique_words",
-        "words_over_200_characters", "words_given_to_learner",
-        "learned_vocabulary_size" (before any cut), "vocabulary_size",
-        "word_pieces", "unknown_word_pieces" and "unk_share" (their ratio,
-        0.0 without pieces).
-    """
-    pieces, unknown = piece_counts
-    pieces += long_words
-    unknown += long_words
-    return {
-        "words_counted": words_in_vocabulary_range + long_words,
-        "unique_words": unique_words,
-        "words_over_200_characters": long_words,
-        "words_given_to_learner": vocabulary["words_used"],
-        "learned_vocabulary_size": vocabulary["learned_size"],
-        "vocabulary_size": len(vocabulary["tokens"]),
-        "word_pieces": pieces,
-        "unknown_word_pieces": unknown,
-        "unk_share": unknown / pieces if pieces else 0.0,
-    }
 
 
 class LearnWordPieceVocabulary(beam.PTransform):
@@ -588,10 +96,11 @@ class LearnWordPieceVocabulary(beam.PTransform):
     Applied to a PCollection of lines (str), it returns two single-element
     PCollections: the vocabulary's tokens (a list, in id order: the
     reserved tokens first, at most `options.vocab_size`) and its
-    statistics over the lines (the dict of `word_statistics`).
+    statistics over the lines (the dict of
+    `wordpiece_vocab_stats.word_statistics`).
 
     Args:
-        options: a `VocabularyOptions`.
+        options: a `wordpiece_learner.VocabularyOptions`.
         label: an optional label for the transform.
     """
 
@@ -607,16 +116,16 @@ class LearnWordPieceVocabulary(beam.PTransform):
             >> beam.BatchElements(
                 min_batch_size=1,
                 max_batch_size=4096,
-                element_size_fn=batch_size_of_line,
+                element_size_fn=wordpiece_words.batch_size_of_line,
             )
             | "CountWords"
-            >> beam.ParDo(CountWords(options.lower_case)).with_outputs(
-                LONG_WORDS_TAG, main="word_counts"
+            >> beam.ParDo(wordpiece_words.CountWords(options.lower_case)).with_outputs(
+                wordpiece_words.LONG_WORDS_TAG, main="word_counts"
             )
         )
         word_counts = counted.word_counts | "SumPerWord" >> beam.CombinePerKey(sum)
-        long_words = counted[LONG_WORDS_TAG] | "SumLongWords" >> beam.CombineGlobally(
-            sum
+        long_words = counted[wordpiece_words.LONG_WORDS_TAG] | (
+            "SumLongWords" >> beam.CombineGlobally(sum)
         )
         total_words = (
             word_counts
@@ -627,11 +136,11 @@ class LearnWordPieceVocabulary(beam.PTransform):
 
         vocabulary = (
             word_counts
-            | "RankWords" >> beam.Map(ranking_key)
+            | "RankWords" >> beam.Map(wordpiece_learner.ranking_key)
             | "TopWords" >> beam.combiners.Top.Of(options.max_input_words)
             | "Learn"
             >> beam.Map(
-                learn_vocabulary,
+                wordpiece_learner.learn_vocabulary,
                 vocab_size=options.vocab_size,
                 reserved_tokens=options.all_reserved_tokens,
                 learner_options=options.learner_options(),
@@ -642,11 +151,13 @@ class LearnWordPieceVocabulary(beam.PTransform):
             word_counts
             | "BatchWords" >> beam.BatchElements(min_batch_size=1, max_batch_size=4096)
             | "CountUnknownPieces"
-            >> beam.ParDo(CountUnknownPieces(), beam.pvalue.AsSingleton(tokens))
-            | "SumPieces" >> beam.CombineGlobally(sum_pairs)
+            >> beam.ParDo(
+                wordpiece_words.CountUnknownPieces(), beam.pvalue.AsSingleton(tokens)
+            )
+            | "SumPieces" >> beam.CombineGlobally(wordpiece_words.sum_pairs)
         )
         statistics = vocabulary | "Statistics" >> beam.Map(
-            word_statistics,
+            wordpiece_vocab_stats.word_statistics,
             words_in_vocabulary_range=beam.pvalue.AsSingleton(total_words),
             long_words=beam.pvalue.AsSingleton(long_words),
             unique_words=beam.pvalue.AsSingleton(unique_words),
@@ -655,51 +166,9 @@ class LearnWordPieceVocabulary(beam.PTransform):
         return tokens, statistics
 
 
-def build_stats(statistics, parameters, input_counts):
-    """The stats dict of a run.
-
-    Args:
-        statistics: `LearnWordPieceVocabulary`'s statistics.
-        parameters: the job's parameters.
-        input_counts: `ReadTextLines`'s counts.
-
-    Returns:
-        The stats dict (see the module docstring): `statistics` with
-        "parameters", "input" (`text_input.input_accounting`) and
-        "warnings".
-    """
-    warnings = []
-    if statistics["words_counted"] == 0:
-        warnings.append(
-            "The input holds no word; the vocabulary has only the reserved tokens."
-        )
+def job_parameters(reader, input_file, input_format, output_file, options, beam_arguments):
+    """The job's parameters, as the stats record them."""
     return {
-        "parameters": parameters,
-        "input": text_input.input_accounting(input_counts),
-        **statistics,
-        "warnings": warnings,
-    }
-
-
-def build_pipeline(pipeline, input_file, input_format, output_file, options,
-                   beam_arguments):
-    """Adds the vocabulary job's steps to `pipeline`.
-
-    Args:
-        pipeline: a `beam.Pipeline`.
-        input_file: the globs of the input, comma-separated (as
-            `--input_file`) or a list.
-        input_format: "text" or "jsonl" (see `pipelines.text_input`).
-        output_file: where the vocabulary goes; the stats go to
-            `output_file + STATS_SUFFIX`.
-        options: a `VocabularyOptions`.
-        beam_arguments: the Beam options given, recorded in the stats.
-
-    Raises:
-        FileNotFoundError: an input glob matches no file.
-    """
-    reader = text_input.ReadTextLines(input_file, input_format)
-    parameters = {
         "input_file": input_file,
         "input_patterns": reader.patterns,
         "input_files_matched": len(reader.files),
@@ -714,23 +183,45 @@ def build_pipeline(pipeline, input_file, input_format, output_file, options,
         "max_unique_characters": options.max_unique_characters,
         "num_iterations": options.num_iterations,
         "slack_ratio": options.slack_ratio,
-        "upper_count_threshold": UPPER_COUNT_THRESHOLD,
-        "suffix_indicator": SUFFIX_INDICATOR,
+        "upper_count_threshold": wordpiece_learner.UPPER_COUNT_THRESHOLD,
+        "suffix_indicator": wordpiece_learner.SUFFIX_INDICATOR,
         "beam_arguments": list(beam_arguments),
     }
+
+
+def build_pipeline(pipeline, input_file, input_format, output_file, options,
+                   beam_arguments):
+    """Adds the vocabulary job's steps to `pipeline`.
+
+    Args:
+        pipeline: a `beam.Pipeline`.
+        input_file: the globs of the input, comma-separated (as
+            `--input_file`) or a list.
+        input_format: "text" or "jsonl" (see `pipelines.text_input`).
+        output_file: where the vocabulary goes; the stats go to
+            `output_file + STATS_SUFFIX`.
+        options: a `wordpiece_learner.VocabularyOptions`.
+        beam_arguments: the Beam options given, recorded in the stats.
+
+    Raises:
+        FileNotFoundError: an input glob matches no file.
+    """
+    reader = text_input.ReadTextLines(input_file, input_format)
+    parameters = job_parameters(reader, input_file, input_format, output_file, options,
+                                beam_arguments)
 
     texts, input_counts = pipeline | "ReadText" >> reader
     tokens, statistics = texts | "LearnVocabulary" >> LearnWordPieceVocabulary(options)
     _ = (
         tokens
-        | "VocabularyBytes" >> beam.Map(vocabulary_file_bytes)
+        | "VocabularyBytes" >> beam.Map(wordpiece_learner.vocabulary_file_bytes)
         | "WriteVocabulary" >> beam.Map(job.write_file, output_file)
     )
     _ = (
         statistics
         | "BuildStats"
         >> beam.Map(
-            build_stats,
+            wordpiece_vocab_stats.build_stats,
             parameters=parameters,
             input_counts=beam.pvalue.AsSingleton(input_counts),
         )
@@ -738,17 +229,30 @@ def build_pipeline(pipeline, input_file, input_format, output_file, options,
     )
 
 
-def summary_line(stats, seconds):
-    """The line `job.run_job` logs: tokens written, lines read, used and
-    skipped, words counted and the [UNK] share."""
+def vocabulary_options(flags):
+    """The `wordpiece_learner.VocabularyOptions` of the parsed flags."""
+    return wordpiece_learner.VocabularyOptions(
+        vocab_size=flags.vocab_size,
+        lower_case=flags.lower_case,
+        reserved_tokens=tuple(flags.reserved_tokens),
+        max_input_words=flags.max_input_words,
+        min_token_count=flags.min_token_count,
+        max_token_length=flags.max_token_length,
+        max_unique_characters=flags.max_unique_characters,
+        num_iterations=flags.num_iterations,
+        slack_ratio=flags.slack_ratio,
+    )
+
+
+def no_word_error(stats, stats_file, output_file):
+    """The `UsageError` of a run whose input holds no word."""
     accounting = stats["input"]
-    skipped = sum(accounting["lines_skipped"].values())
-    return (
-        f"Wrote {stats['vocabulary_size']} tokens to "
-        f"{stats['parameters']['output_file']} in {seconds:.1f} s: "
-        f"{accounting['lines_read']} lines read ({accounting['lines_used']} used, "
-        f"{skipped} skipped), {stats['words_counted']} words "
-        f"({stats['unique_words']} unique), [UNK] share {stats['unk_share']:.4%}."
+    return UsageError(
+        f"The input holds no word: {accounting['lines_read']} lines read, "
+        f"{accounting['lines_used']} used, skipped: "
+        f"{accounting['lines_skipped']} (see {stats_file}). "
+        f"{output_file} has only the reserved tokens, which cannot "
+        "tokenize text. Check --input_file and --input_format."
     )
 
 
@@ -767,20 +271,10 @@ def main(argv=None):
             with only the reserved tokens, and the stats are written first.
         RuntimeError: the pipeline did not finish successfully.
     """
-    flags, beam_arguments = parse_arguments(argv)
+    flags, beam_arguments = wordpiece_vocab_flags.parse_arguments(argv)
     text_input.match_input_files(flags.input_file, flag="--input_file")
     check_output_file("--output_file", flags.output_file)
-    options = VocabularyOptions(
-        vocab_size=flags.vocab_size,
-        lower_case=flags.lower_case,
-        reserved_tokens=tuple(flags.reserved_tokens),
-        max_input_words=flags.max_input_words,
-        min_token_count=flags.min_token_count,
-        max_token_length=flags.max_token_length,
-        max_unique_characters=flags.max_unique_characters,
-        num_iterations=flags.num_iterations,
-        slack_ratio=flags.slack_ratio,
-    )
+    options = vocabulary_options(flags)
     stats_file = flags.output_file + STATS_SUFFIX
     stats = job.run_job(
         lambda pipeline: build_pipeline(
@@ -790,18 +284,11 @@ def main(argv=None):
         beam_arguments,
         name="vocabulary",
         stats_file=stats_file,
-        summary_line=summary_line,
+        summary_line=wordpiece_vocab_stats.summary_line,
         logger=LOGGER,
     )
     if stats["words_counted"] == 0:
-        accounting = stats["input"]
-        raise UsageError(
-            f"The input holds no word: {accounting['lines_read']} lines read, "
-            f"{accounting['lines_used']} used, skipped: "
-            f"{accounting['lines_skipped']} (see {stats_file}). "
-            f"{flags.output_file} has only the reserved tokens, which cannot "
-            "tokenize text. Check --input_file and --input_format."
-        )
+        raise no_word_error(stats, stats_file, flags.output_file)
     return stats
 
 

@@ -10,7 +10,7 @@ import logging
 import pytest
 import yaml
 
-from pipelines import wordpiece_vocab
+from pipelines import wordpiece_vocab, wordpiece_vocab_flags
 from tests.test_cli import PYTHON_M_MODULES
 from tests.trainer import helpers
 from tfnlp import cli, command_line
@@ -192,7 +192,7 @@ def test_an_entry_point_reports_a_bad_file_in_one_line_with_status_2(tmp_path, c
 def test_a_beam_job_takes_its_flags_from_the_file_and_leaves_beam_options_to_beam(tmp_path):
     path = write(tmp_path, "vocab.yaml", "input_file: a.txt\noutput_file: v.txt\n"
                                          "vocab_size: 3000\nreserved_tokens: '[X],[Y]'\n")
-    flags, beam_arguments = wordpiece_vocab.parse_arguments(
+    flags, beam_arguments = wordpiece_vocab_flags.parse_arguments(
         ["--direct_num_workers=2", f"--config_file={path}", "--vocab_size=4000"])
     assert (flags.input_file, flags.output_file, flags.vocab_size) == ("a.txt", "v.txt", 4000)
     assert flags.reserved_tokens == ["[X]", "[Y]"]

@@ -66,13 +66,13 @@ BEAM_OPTIONS = {"--runner", "--project", "--region", "--temp_location", "--setup
 def flag_parser(subcommand):
     """The function that parses a subcommand's flags."""
     import pipelines.pretraining_data
-    import pipelines.wordpiece_vocab
+    import pipelines.wordpiece_vocab_flags
     import tfnlp.serve.__main__
     import trainer.export
     import trainer.finetune_flags
     import trainer.pretrain_flags
     return {
-        "wordpiece-vocab": pipelines.wordpiece_vocab.parse_arguments,
+        "wordpiece-vocab": pipelines.wordpiece_vocab_flags.parse_arguments,
         "pretraining-data": pipelines.pretraining_data.parse_arguments,
         "pretrain": trainer.pretrain_flags.parse_flags,
         "finetune": trainer.finetune_flags.parse_flags,

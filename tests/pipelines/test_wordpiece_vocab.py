@@ -22,7 +22,7 @@ from tensorflow_text.tools.wordpiece_vocab import (
     wordpiece_tokenizer_learner_lib as learner,
 )
 
-from pipelines import wordpiece_vocab
+from pipelines import wordpiece_learner, wordpiece_vocab, wordpiece_vocab_flags
 from pipelines.beam_options import pipeline_options
 from tests.text.reference_bert_tokenizer import ReferenceBertTokenizer, wordpiece_split
 from tfnlp.text import SPECIAL_TOKENS, BertTokenizer, load_vocabulary
@@ -283,9 +283,9 @@ def test_ranking_key_orders_by_count_then_word():
         ("z", 9),
         ("zz", 1),
     ]
-    keys = [wordpiece_vocab.ranking_key(pair) for pair in word_counts]
+    keys = [wordpiece_learner.ranking_key(pair) for pair in word_counts]
     ranked = [
-        wordpiece_vocab.word_from_ranking_key(key) for key in sorted(keys, reverse=True)
+        wordpiece_learner.word_from_ranking_key(key) for key in sorted(keys, reverse=True)
     ]
     assert ranked == sorted(word_counts, key=lambda pair: (-pair[1], pair[0]))
     assert ranked[:3] == [("z", 9), ("a", 5), ("ab", 5)]
@@ -293,19 +293,19 @@ def test_ranking_key_orders_by_count_then_word():
 
 def test_cut_vocabulary_keeps_the_alphabet():
     tokens = [*SPECIAL_TOKENS, "a", "b", "the", "##s", "ab", "##b", "##a"]
-    cut = wordpiece_vocab.cut_vocabulary(tokens, 10, len(SPECIAL_TOKENS))
+    cut = wordpiece_learner.cut_vocabulary(tokens, 10, len(SPECIAL_TOKENS))
     assert cut == [*SPECIAL_TOKENS, "a", "b", "##s", "##b", "##a"]
-    assert wordpiece_vocab.cut_vocabulary(tokens, 8, 5) == [
+    assert wordpiece_learner.cut_vocabulary(tokens, 8, 5) == [
         *SPECIAL_TOKENS,
         "a",
         "b",
         "##s",
     ]
-    assert wordpiece_vocab.cut_vocabulary(tokens, 20, 5) == tokens
+    assert wordpiece_learner.cut_vocabulary(tokens, 20, 5) == tokens
 
 
 def test_flags_and_beam_options_are_separated():
-    flags, beam_arguments = wordpiece_vocab.parse_arguments(
+    flags, beam_arguments = wordpiece_vocab_flags.parse_arguments(
         [
             "--input_file=a.txt,b/*.txt",
             "--output_file=gs://bucket/vocab.txt",
@@ -329,7 +329,7 @@ def test_flags_and_beam_options_are_separated():
         ["--vocab_size=100", "--input_format=csv"],
     ):
         with pytest.raises(SystemExit):
-            wordpiece_vocab.parse_arguments(required + bad)
+            wordpiece_vocab_flags.parse_arguments(required + bad)
 
 
 def test_learn_word_piece_vocabulary_transform_on_created_lines(shared_data_dir):
@@ -344,7 +344,7 @@ def test_learn_word_piece_vocabulary_transform_on_created_lines(shared_data_dir)
         "   ",
         "über alles",
     ]
-    options = wordpiece_vocab.VocabularyOptions(
+    options = wordpiece_learner.VocabularyOptions(
         vocab_size=40,
         reserved_tokens=("[unused0]",),
         max_input_words=5,
@@ -413,6 +413,6 @@ def test_absl_and_earlier_spellings_of_lower_case():
         (["--nolower_case"], False),
         (["--no-lower_case"], False),
     ):
-        flags, beam_arguments = wordpiece_vocab.parse_arguments(required + spelling)
+        flags, beam_arguments = wordpiece_vocab_flags.parse_arguments(required + spelling)
         assert flags.lower_case is expected, spelling
         assert beam_arguments == []
