@@ -131,7 +131,9 @@ class PlainBertTokenizer:
         if not text.isascii():
             cleaning, _ = _character_classes()
             text = self._cjk.sub(r" \1 ", text.translate(cleaning))
-        elif ASCII_CONTROL_PATTERN.search(text):
+        elif not text.isprintable():
+            # A control character, or a tab, newline or carriage return
+            # (which the pattern keeps: they split words).
             text = ASCII_CONTROL_PATTERN.sub("", text)
         words = text.split()
         word_ids = list(map(self._cache.get, words))
@@ -149,9 +151,12 @@ class PlainBertTokenizer:
 
     def _word_ids(self, word):
         if word.isascii():
-            punctuation = ASCII_PUNCTUATION
             if self.lower_case:
                 word = word.lower()
+            if word.isalnum():
+                # Letters and digits only: no punctuation to split off.
+                return tuple(self._wordpiece(word))
+            punctuation = ASCII_PUNCTUATION
         else:
             _, punctuation = _character_classes()
             if self.lower_case:
