@@ -138,6 +138,8 @@ SUBCOMMANDS = (
                "Fine-tune BERT for classification, token classification or spans."),
     Subcommand("translate", "trainer.translate",
                "Train a translation model (Transformer, or LSTM with attention)."),
+    Subcommand("lm", "trainer.lm",
+               "Train a GPT-style decoder language model on tf.distribute."),
     Subcommand("export", "trainer.export",
                "Export a run or a Hugging Face model as a SavedModel for TF Serving."),
     Subcommand("average", "trainer.average_checkpoints",

@@ -140,6 +140,30 @@ def best_checkpoint(model_dir):
     return os.path.join(model_dir, BEST_DIRECTORY, best["checkpoint"])
 
 
+def read_run_config(model_dir, entry_point):
+    """The `config.json` of a run (`trainer.run_files`), or FileNotFoundError
+    naming the `entry_point` ("trainer.lm") whose runs have one."""
+    config = run_files.read_json(os.path.join(model_dir, run_files.CONFIG_FILE))
+    if config is None:
+        raise FileNotFoundError(
+            f"{model_dir} has no {run_files.CONFIG_FILE}: it is not the model_dir of a "
+            f"`python -m {entry_point}` run."
+        )
+    return config
+
+
+def restore_run_model(model, model_dir, checkpoint=""):
+    """Reads a run's weights into `model` (built): those of `checkpoint`
+    (a prefix), by default the best checkpoint (`BestCheckpoint`), else the
+    latest. Every model variable must be in it; the optimizer and the step
+    are left out. Returns `model`."""
+    path = checkpoint or best_checkpoint(model_dir) or find_checkpoint(model_dir, "--model_dir")
+    status = tf.train.Checkpoint(model=model).read(path)
+    status.assert_existing_objects_matched()
+    status.expect_partial()
+    return model
+
+
 def latest_step(model_dir):
     """The step of the latest checkpoint in `model_dir`, or 0 (read from the
     checkpoint's `step` variable, without restoring anything)."""

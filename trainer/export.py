@@ -52,7 +52,7 @@ from tfnlp.models import (
 )
 from tfnlp.models.bert import huggingface
 from tfnlp.text import BertTokenizer
-from trainer import run_files, runtime
+from trainer import language_models, run_files, runtime
 from trainer.bert_models import check_inputs_fit, huggingface_model, load_run_model
 from trainer.run_flags import check_counts
 from trainer.translate_flags import add_decoding_flags, check_decoding_flags
@@ -300,7 +300,8 @@ def export_translation_run(flags, record):
 
 
 # The exporters of the run kinds (a serving record's "model") other than BERT's.
-RUN_EXPORTERS = {"translation": export_translation_run}
+RUN_EXPORTERS = {"translation": export_translation_run,
+                 language_models.RUN_KIND: language_models.export_language_model_run}
 
 
 def main(argv=None):

@@ -9,6 +9,7 @@ dispatching on the name. A new family adds a row.
 import dataclasses
 import typing
 
+from tfnlp.models.gpt import GPT_PRESETS, GPTCausalLM
 from tfnlp.models.seq2seq import PRESETS, RNN_PRESETS, RNNSeq2Seq, TransformerSeq2Seq
 from trainer import run_files
 
@@ -19,8 +20,8 @@ class ModelFamily:
 
     Attributes:
         name: the value of the trainer's `--model` flag.
-        kind: what the family's models do ("translation"), which says the
-            trainer that builds them.
+        kind: what the family's models do ("translation",
+            "language_model"), which says the trainer that builds them.
         model_class: the Keras model class; it has
             `from_preset(name, **arguments)` and takes the same arguments
             as constructor keywords.
@@ -65,11 +66,16 @@ def _rnn_arguments(flags):
     return dict(dropout=flags.dropout, attention=flags.attention)
 
 
+def _gpt_arguments(flags):
+    return dict(dropout=flags.dropout)
+
+
 MODEL_FAMILIES = {
     family.name: family for family in (
         ModelFamily("transformer", "translation", TransformerSeq2Seq, PRESETS,
                     _transformer_arguments),
         ModelFamily("rnn", "translation", RNNSeq2Seq, RNN_PRESETS, _rnn_arguments),
+        ModelFamily("gpt", "language_model", GPTCausalLM, GPT_PRESETS, _gpt_arguments),
     )
 }
 

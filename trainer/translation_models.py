@@ -11,15 +11,13 @@ A run's `config.json` holds the model serialized by Keras (its class,
 import os
 
 import keras
-import tensorflow as tf
 
 from tfnlp import decoding
 from tfnlp.export.saved_model import write_next_version
 from tfnlp.export.translation_signatures import TranslationSignatures
 from tfnlp.models.seq2seq import TransformerSeq2Seq
 from tfnlp.text import SentencePieceTokenizer
-from trainer import run_files
-from trainer.checkpoints import best_checkpoint, find_checkpoint
+from trainer.checkpoints import read_run_config, restore_run_model
 from trainer.model_registry import model_family
 
 # The decoding settings of a serving record, with their command-line flags.
@@ -93,19 +91,9 @@ def load_translation_model(model_dir, checkpoint=""):
         checkpoint: a checkpoint prefix; by default the best one by
             validation BLEU (`best/`), else the latest.
     """
-    config = run_files.read_json(os.path.join(model_dir, run_files.CONFIG_FILE))
-    if config is None:
-        raise FileNotFoundError(
-            f"{model_dir} has no {run_files.CONFIG_FILE}: it is not the model_dir of a "
-            "`python -m trainer.translate` run."
-        )
+    config = read_run_config(model_dir, "trainer.translate")
     if "class_name" in config:
         model = keras.saving.deserialize_keras_object(config)
     else:  # A run from before config.json named the class: a Transformer.
         model = TransformerSeq2Seq.from_config(config)
-    path = checkpoint or best_checkpoint(model_dir) or find_checkpoint(
-        model_dir, "--model_dir")
-    status = tf.train.Checkpoint(model=model).read(path)
-    status.assert_existing_objects_matched()  # every model variable was in it
-    status.expect_partial()  # the optimizer and the step are not wanted here
-    return model
+    return restore_run_model(model, model_dir, checkpoint)

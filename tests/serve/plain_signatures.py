@@ -6,12 +6,16 @@ import types
 
 import numpy as np
 
+from tests.serve.toy_models import CAP_RULES
+from tfnlp.export.input_rules import InputRules
 
-def plain_signature(name, **inputs):
-    """A signature as `rest_api` reads it: its name and, for each input (in
-    key order, as `model_store.Signature` has them), the key, the dtype's
-    name, the numpy dtype and the shape that `model_store.TensorInfo` gives."""
-    return types.SimpleNamespace(name=name, inputs={
+
+def plain_signature(name, rules=None, **inputs):
+    """A signature as `rest_api` reads it: its name, its input rules
+    (`tfnlp.export.input_rules.InputRules`) and, for each input (in key
+    order, as `model_store.Signature` has them), the key, the dtype's name,
+    the numpy dtype and the shape that `model_store.TensorInfo` gives."""
+    return types.SimpleNamespace(name=name, rules=rules or InputRules(), inputs={
         key: types.SimpleNamespace(
             key=key,
             dtype=types.SimpleNamespace(name=dtype_name),
@@ -29,6 +33,8 @@ SIGNATURES = {
     "weighted_sum": plain_signature(
         "weighted_sum", ids=("int32", (None, None)), scale=("float32", (None,))),
     "total_length": plain_signature("total_length", text=("string", (None,))),
+    "capped_sum": plain_signature(
+        "capped_sum", rules=CAP_RULES, ids=("int32", (None, None)), cap=("int32", (None,))),
 }
 
 

@@ -97,7 +97,7 @@ def test_versions_answer_differently(server):
     ({"signature_name": "length"}, r"exactly one of \"instances\".*neither"),
     ({"instances": ["a"], "inputs": ["a"]}, r"exactly one of \"instances\".*both"),
     ({"signature_name": "classify", "instances": ["a"]},
-     r"Signature 'classify' not found.*'length', 'serving_default', 'total_length', 'weighted_sum'"),
+     r"Signature 'classify' not found.*'capped_sum', 'length', 'serving_default', 'total_length', 'weighted_sum'"),
     ({"instances": [{"txt": "a"}]}, r"unknown input\(s\) \['txt'\] and missing input\(s\) \['text'\]"),
     ({"signature_name": "weighted_sum", "instances": [{"ids": [1]}]},
      r"missing input\(s\) \['scale'\].*'ids', 'scale'"),
@@ -450,3 +450,13 @@ def test_a_request_over_max_batch_size_runs_in_batches_and_answers_in_order(mode
     assert [row["upper"] for row in rows["predictions"]] == [text.upper() for text in texts]
     assert calls_made == 3  # 4 + 4 + 2 rows.
     assert columns[1]["outputs"]["upper"] == [text.upper() for text in texts]
+
+
+def test_an_optional_input_takes_the_export_s_default_and_a_bad_value_gets_400(server):
+    status, body = call(server, "POST", "/v1/models/toy:predict", {
+        "signature_name": "capped_sum", "instances": [{"ids": [5, 20]}, {"ids": [5, 20], "cap": 2}]})
+    assert (status, body) == (200, {"predictions": [15, 4]})
+    status, body = call(server, "POST", "/v1/models/toy:predict", {
+        "signature_name": "capped_sum", "instances": [{"ids": [5], "cap": 0}]})
+    assert status == 400 and "cap=0 must be >= 1" in body["error"]
+    assert_still_serving(server)

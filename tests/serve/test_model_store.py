@@ -12,7 +12,7 @@ def test_loads_every_version_and_defaults_to_the_newest(model_store):
     assert model_store.get("toy").version == 2
     assert model_store.get("toy", 1).version == 1
     assert sorted(model_store.get("toy").signatures) == [
-        "length", "serving_default", "total_length", "weighted_sum"]
+        "capped_sum", "length", "serving_default", "total_length", "weighted_sum"]
 
 
 def test_unknown_model_or_version_is_not_found(model_store):
@@ -45,7 +45,7 @@ def test_status_and_metadata_follow_tensorflow_serving(model_store):
     # (the init op's too), tensor names as in the graph, every field.
     signature_defs = metadata["metadata"]["signature_def"]["signature_def"]
     assert sorted(signature_defs) == [
-        "__saved_model_init_op", "length", "serving_default", "total_length", "weighted_sum"]
+        "__saved_model_init_op", "capped_sum", "length", "serving_default", "total_length", "weighted_sum"]
     signature_def = signature_defs["weighted_sum"]
     assert signature_def["method_name"] == "tensorflow/serving/predict"
     assert signature_def["defaults"] == {}

@@ -11,6 +11,7 @@ against the exported toy model.
 import base64
 import json
 import math
+import re
 
 import ml_dtypes
 import numpy as np
@@ -30,8 +31,8 @@ from tfnlp.serve.rest_api import (
 def described(signatures):
     """What `rest_api` reads of each signature."""
     return {
-        name: [(info.key, info.dtype.name, info.numpy_dtype, info.shape)
-               for info in signature.inputs.values()]
+        name: ([(info.key, info.dtype.name, info.numpy_dtype, info.shape)
+                for info in signature.inputs.values()], signature.rules)
         for name, signature in signatures.items()
     }
 
@@ -167,7 +168,7 @@ def test_a_request_needs_exactly_one_of_instances_and_inputs(request_object, whi
 def test_an_unknown_signature_name_is_rejected_with_the_names_there_are(name):
     assert rejection({"signature_name": name, "instances": ["a"]}) == (
         f"Signature {name!r} not found; this model version has the signatures "
-        "['length', 'serving_default', 'total_length', 'weighted_sum']. Set "
+        "['capped_sum', 'length', 'serving_default', 'total_length', 'weighted_sum']. Set "
         """"signature_name" to one of them (leaving it out means 'serving_default')."""
     )
 
@@ -534,3 +535,45 @@ def test_nan_and_infinities_are_written_as_tf_serving_writes_them():
         b'{"predictions":[[NaN,0.1],[Infinity,-Infinity]]}')
     # ... and read back by the parser, as TF Serving reads them.
     assert parse_json_object(b'{"inputs": [NaN, Infinity, -Infinity]}')["inputs"][1] == np.inf
+
+
+def capped(request_object, **options):
+    return parse_predict_request({"signature_name": "capped_sum", **request_object},
+                                 SIGNATURES, max_string_bytes=10, **options)
+
+
+def test_an_optional_input_left_out_takes_its_default_in_both_formats():
+    rows = capped({"instances": [{"ids": [1, 2]}, {"ids": [3, 4], "cap": 3}]})
+    assert inputs_of(rows)["cap"].tolist() == [10, 3]
+    columns = capped({"inputs": {"ids": [[1, 2], [3, 4]]}})
+    assert inputs_of(columns)["cap"].tolist() == [10, 10]
+
+
+def test_a_required_input_is_still_required_and_the_error_names_the_optional_ones():
+    with pytest.raises(RequestError, match=re.escape(
+            "Instance 0 has missing input(s) ['ids']. Signature 'capped_sum' expects exactly "
+            "the inputs 'cap', 'ids' ('cap' may be left out).")):
+        capped({"instances": [{"cap": 3}]})
+
+
+@pytest.mark.parametrize("cap, bound", [(0, ">= 1"), (101, "<= 100")])
+def test_a_value_outside_its_recorded_range_is_a_400_naming_the_range(cap, bound):
+    with pytest.raises(RequestError, match=re.escape(f"Input cap={cap} must be {bound}")) as error:
+        capped({"instances": [{"ids": [1], "cap": 5}, {"ids": [1], "cap": cap}]})
+    assert error.value.status == 400
+
+
+@pytest.mark.parametrize("cap", [1, 100])
+def test_the_ends_of_a_range_are_accepted(cap):
+    assert inputs_of(capped({"instances": [{"ids": [1], "cap": cap}]}))["cap"].tolist() == [cap]
+
+
+def test_the_server_s_cap_on_an_input_refuses_more_and_lowers_its_default():
+    limits = {"cap": (4, "--max_cap")}
+    with pytest.raises(RequestError, match=re.escape(
+            "Input cap=5 is more than this server allows: --max_cap=4")):
+        capped({"instances": [{"ids": [1], "cap": 5}]}, input_limits=limits)
+    assert inputs_of(capped({"instances": [{"ids": [1], "cap": 4}]}, input_limits=limits)
+                     )["cap"].tolist() == [4]
+    assert inputs_of(capped({"instances": [{"ids": [1]}]}, input_limits=limits)
+                     )["cap"].tolist() == [4]

@@ -13,7 +13,10 @@ differently: version 2 adds `LENGTH_OFFSET` to every `length`.
   [batch]) to `sum` (float32: the sum of the ids times the scale) and
   `count` (int64: how many ids); negative ids fail with InvalidArgumentError;
 - "total_length": `text` to the total byte length of the batch (a scalar,
-  not one row per instance).
+  not one row per instance);
+- "capped_sum": `ids` (int32, [batch, any]) and `cap` (int32, [batch]) to
+  `sum` (int32: the sum of the ids, each at most the cap); `cap` is
+  optional (`CAP_RULES`: default 10, from 1 to 100).
 
 Every call of "serving_default" adds one to the variable `calls`, so tests
 can count how many times the model ran.
@@ -21,8 +24,11 @@ can count how many times the model ran.
 
 import tensorflow as tf
 
+from tfnlp.export.input_rules import InputRules, input_rules_file
+
 LENGTH_OFFSET = 1000
 TEXT_SPEC = tf.TensorSpec([None], tf.string, name="text")
+CAP_RULES = InputRules(defaults={"cap": 10}, ranges={"cap": {"at_least": 1, "at_most": 100}})
 
 
 class ToyModel(tf.Module):
@@ -71,6 +77,13 @@ class ToyModel(tf.Module):
     def total_length(self, text):
         return {"total": tf.reduce_sum(self._length(text))}
 
+    @tf.function(input_signature=[
+        tf.TensorSpec([None, None], tf.int32, name="ids"),
+        tf.TensorSpec([None], tf.int32, name="cap"),
+    ])
+    def capped_sum(self, ids, cap):
+        return {"sum": tf.reduce_sum(tf.minimum(ids, cap[:, None]), axis=1)}
+
 
 def export_toy_model(export_dir):
     """Writes versions 1 and 2 of the toy model to `export_dir/<version>/`."""
@@ -81,5 +94,11 @@ def export_toy_model(export_dir):
             "length": model.length,
             "weighted_sum": model.weighted_sum,
             "total_length": model.total_length,
+            "capped_sum": model.capped_sum,
         })
+        for name, contents in input_rules_file({"capped_sum": CAP_RULES}).items():
+            extra = tf.io.gfile.join(f"{export_dir}/{version}", "assets.extra")
+            tf.io.gfile.makedirs(extra)
+            with tf.io.gfile.GFile(tf.io.gfile.join(extra, name), "wb") as file:
+                file.write(contents)
     return export_dir

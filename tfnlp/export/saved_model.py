@@ -7,6 +7,7 @@ import uuid
 import tensorflow as tf
 
 from tfnlp.export.bert_signatures import signatures_for
+from tfnlp.export.input_rules import EXTRA_ASSETS_DIRECTORY
 from tfnlp.export.versions import next_version, version_dir
 
 LOGGER = logging.getLogger(__name__)
@@ -68,12 +69,15 @@ def export_saved_model(model, export_dir, preprocessor=None, text_signatures=Tru
     return final_dir
 
 
-def write_next_version(export_dir, signatures, assets=None):
+def write_next_version(export_dir, signatures, assets=None, extra_files=None):
     """Saves `signatures` as the next version of `export_dir`; returns its path.
 
     Written under a temporary name and renamed when complete, so a server
     watching `export_dir` never loads half an export. `assets` (name:
-    `tf.saved_model.Asset`) are tracked so that their files are copied.
+    `tf.saved_model.Asset`, or an object holding assets and resources such
+    as a tokenizer) are tracked so that their files are copied;
+    `extra_files` (name: bytes) go to the SavedModel's `assets.extra/`,
+    TensorFlow Serving's folder for files beside the model.
     """
     root = trackable_root(signatures, assets)
     version = next_version(export_dir)
@@ -82,6 +86,11 @@ def write_next_version(export_dir, signatures, assets=None):
     tf.io.gfile.makedirs(export_dir)
     try:
         tf.saved_model.save(root, temporary_dir, signatures=signatures)
+        for name, contents in (extra_files or {}).items():
+            extra_dir = os.path.join(temporary_dir, EXTRA_ASSETS_DIRECTORY)
+            tf.io.gfile.makedirs(extra_dir)
+            with tf.io.gfile.GFile(os.path.join(extra_dir, name), "wb") as file:
+                file.write(contents)
         tf.io.gfile.rename(temporary_dir, final_dir)
     finally:
         if tf.io.gfile.exists(temporary_dir):

@@ -48,6 +48,10 @@ def parse_flags(argv=None):
     parser.add_argument("--max_instances_per_request", type=int, default=128,
                         help="Most instances (rows) in one predict request; more get 413. "
                              "A request runs in batches of --max_batch_size rows.")
+    parser.add_argument("--max_new_tokens", type=int, default=None,
+                        help="Most new tokens a text-generation request may ask for "
+                             "(the max_new_tokens input); more get 400. Default: the "
+                             "export's own limit.")
     parser.add_argument("--request_timeout", type=float, default=10.0,
                         help="Seconds a request body may take to arrive; a slower or "
                              "truncated one gets 408.")
@@ -55,8 +59,8 @@ def parse_flags(argv=None):
     if not 0 <= flags.port <= 65535:
         parser.error(f"--port must be between 0 (any free port) and 65535, not {flags.port}.")
     for name in ("max_batch_size", "max_body_bytes", "max_string_bytes",
-                 "max_instances_per_request"):
-        if getattr(flags, name) < 1:
+                 "max_instances_per_request", "max_new_tokens"):
+        if getattr(flags, name) is not None and getattr(flags, name) < 1:
             parser.error(f"--{name} must be at least 1, not {getattr(flags, name)}.")
     if flags.batch_timeout_micros < 0:
         parser.error(f"--batch_timeout_micros must be 0 or more, not {flags.batch_timeout_micros}.")
@@ -90,6 +94,7 @@ def build_server(flags):
             max_string_bytes=flags.max_string_bytes,
             max_instances_per_request=flags.max_instances_per_request,
             request_timeout=flags.request_timeout,
+            max_new_tokens=flags.max_new_tokens,
         )
     except OSError as error:
         raise UsageError(

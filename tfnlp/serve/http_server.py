@@ -71,6 +71,9 @@ class ModelServer(ThreadingHTTPServer):
             request; larger ones get 413.
         request_timeout: the longest, in seconds, a request body may take
             to arrive; a slower (or truncated) one gets 408.
+        max_new_tokens: the most new tokens a request may ask a
+            text-generation signature for (its `max_new_tokens` input);
+            more get 400. None: the export's own limit only.
     """
 
     daemon_threads = True
@@ -79,7 +82,7 @@ class ModelServer(ThreadingHTTPServer):
     def __init__(self, model_store, host="127.0.0.1", port=8501, max_batch_size=16,
                  batch_timeout_micros=2000, max_body_bytes=10 * 2**20,
                  max_string_bytes=2**16, max_instances_per_request=128,
-                 request_timeout=10.0):
+                 request_timeout=10.0, max_new_tokens=None):
         super().__init__((host, port), _RequestHandler)
         self.model_store = model_store
         self.batcher = Batcher(max_batch_size, batch_timeout_micros)
@@ -87,6 +90,8 @@ class ModelServer(ThreadingHTTPServer):
         self.max_string_bytes = max_string_bytes
         self.max_instances_per_request = max_instances_per_request
         self.request_timeout = request_timeout
+        self.input_limits = ({} if max_new_tokens is None else
+                             {"max_new_tokens": (max_new_tokens, "--max_new_tokens")})
 
     @property
     def port(self):
@@ -212,7 +217,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         model_version = self.server.model_store.get(model_name, version)
         request = rest_api.parse_predict_request(
             request_object, model_version.signatures, self.server.max_string_bytes,
-            self.server.max_instances_per_request,
+            self.server.max_instances_per_request, self.server.input_limits,
         )
         signature = request.signature
         results = []

@@ -22,6 +22,7 @@ import tensorflow as tf
 from google.protobuf import json_format
 from tensorflow.core.protobuf import saved_model_pb2
 
+from tfnlp.export.input_rules import InputRules, read_input_rules
 from tfnlp.export.versions import version_paths
 
 try:  # Registers the ops of the text signatures (tokenizers).
@@ -77,10 +78,13 @@ class Signature:
     Args:
         name: the signature's name, e.g. "serving_default".
         function: the concrete function from `loaded.signatures[name]`.
+        rules: the `tfnlp.export.input_rules.InputRules` the export recorded
+            for it (optional inputs and value ranges), if any.
     """
 
-    def __init__(self, name, function):
+    def __init__(self, name, function, rules=None):
         self.name = name
+        self.rules = rules or InputRules()
         self._function = function
         _, input_specs = function.structured_input_signature
         self.inputs = {key: TensorInfo.from_spec(key, spec)
@@ -143,6 +147,13 @@ def read_signature_defs(path):
     } if graphs else {}
 
 
+def _read_if_exists(path):
+    if not tf.io.gfile.exists(path):
+        return None
+    with tf.io.gfile.GFile(path, "rb") as file:
+        return file.read()
+
+
 class ModelVersion:
     """One version of the model: a loaded SavedModel and its signatures.
 
@@ -164,7 +175,11 @@ class ModelVersion:
                 "variables/, assets/); re-export this version or remove its "
                 "directory."
             ) from error
-        self.signatures = {name: Signature(name, function)
+        try:
+            rules = read_input_rules(path, _read_if_exists)
+        except ValueError as error:
+            raise ModelLoadError(f"Version {version} of the model: {error}") from error
+        self.signatures = {name: Signature(name, function, rules.get(name))
                            for name, function in sorted(self.loaded.signatures.items())}
         self.signature_defs = read_signature_defs(path)
         if not self.signatures:

@@ -142,7 +142,8 @@ def parse_json_object(body):
     return request
 
 
-def parse_predict_request(request, signatures, max_string_bytes, max_instances=None):
+def parse_predict_request(request, signatures, max_string_bytes, max_instances=None,
+                          input_limits=None):
     """Validates a predict request and converts its inputs to numpy arrays.
 
     Args:
@@ -152,6 +153,9 @@ def parse_predict_request(request, signatures, max_string_bytes, max_instances=N
         max_string_bytes: the longest string input accepted, in bytes.
         max_instances: the most instances (rows) accepted in one request,
             or None for no limit.
+        input_limits: `{input name: (largest value, the server flag that
+            sets it)}`: the server's own caps on inputs of any signature
+            (`--max_new_tokens`), on top of the ranges the export records.
 
     Returns:
         A `PredictRequest`.
@@ -169,27 +173,32 @@ def parse_predict_request(request, signatures, max_string_bytes, max_instances=N
             f"{{\"instances\": [...]}} with the inputs {_input_names(signature)}."
         )
     row_format = "instances" in request
+    input_limits = input_limits or {}
+    defaults = _capped_defaults(signature, input_limits)
     if row_format:
-        columns = _columns_from_instances(request["instances"], signature, max_instances)
+        columns = _columns_from_instances(request["instances"], signature, max_instances,
+                                          defaults)
         groups = _group_rows_by_shape(columns, signature)
     else:
-        columns = _columns_from_inputs(request["inputs"], signature)
+        columns = _columns_from_inputs(request["inputs"], signature, defaults)
         for key, value in columns.items():
             if isinstance(value, list):
                 _check_instance_count(len(value), max_instances, f"rows of input {key!r}")
         groups = [None]
-    parts = [_request_part(columns, rows, signature, max_string_bytes) for rows in groups]
+    parts = [_request_part(columns, rows, signature, max_string_bytes, input_limits)
+             for rows in groups]
     batch_size = sum(len(part.rows) for part in parts)
     return PredictRequest(signature, parts, row_format, batch_size)
 
 
-def _request_part(columns, rows, signature, max_string_bytes):
+def _request_part(columns, rows, signature, max_string_bytes, input_limits):
     """The `RequestPart` of the instances `rows` of `columns` (all of them
     when `rows` is None)."""
     if rows is not None:
         columns = {key: [values[row] for row in rows] for key, values in columns.items()}
     inputs = {key: _to_array(value, signature.inputs[key], signature.name, max_string_bytes)
               for key, value in columns.items()}
+    _check_ranges(inputs, signature, input_limits)
     for key, array in inputs.items():
         if array.ndim and array.shape[0] == 0:
             raise RequestError(
@@ -283,6 +292,25 @@ def _select_signature(request, signatures):
     return signatures[name]
 
 
+def _check_ranges(inputs, signature, input_limits):
+    """Raises a 400 `RequestError` for a value outside the range its export
+    records (`signature.rules`) or above the server's cap on the input."""
+    for key, array in inputs.items():
+        problem = signature.rules.violation(key, array)
+        if problem:
+            raise RequestError(
+                f"Input {problem} (signature {signature.name!r}). Send a value in range, "
+                "or leave the input out to use its default."
+            )
+        if key in input_limits:
+            limit, flag = input_limits[key]
+            if np.any(array > limit):
+                raise RequestError(
+                    f"Input {key}={np.max(array).item()} is more than this server allows: "
+                    f"{flag}={limit}. Ask for at most {limit}."
+                )
+
+
 def _input_names(signature):
     return ", ".join(repr(key) for key in signature.inputs)
 
@@ -297,16 +325,20 @@ def _is_named_inputs(value):
 
 def _check_input_names(names, signature, where):
     expected = set(signature.inputs)
-    unknown, missing = sorted(set(names) - expected), sorted(expected - set(names))
+    optional = set(signature.rules.defaults)
+    unknown = sorted(set(names) - expected)
+    missing = sorted(expected - set(names) - optional)
     if unknown or missing:
         problems = []
         if unknown:
             problems.append(f"unknown input(s) {unknown}")
         if missing:
             problems.append(f"missing input(s) {missing}")
+        optional_note = (f" ({', '.join(repr(key) for key in sorted(optional))} may be left "
+                         "out)" if optional else "")
         raise RequestError(
             f"{where} has {' and '.join(problems)}. Signature {signature.name!r} "
-            f"expects exactly the inputs {_input_names(signature)}."
+            f"expects exactly the inputs {_input_names(signature)}{optional_note}."
         )
 
 
@@ -321,7 +353,7 @@ def _check_instance_count(count, max_instances, what):
         )
 
 
-def _columns_from_instances(instances, signature, max_instances):
+def _columns_from_instances(instances, signature, max_instances, defaults):
     """The row format's instances as one list of values per input."""
     if not isinstance(instances, list):
         raise RequestError(
@@ -344,7 +376,8 @@ def _columns_from_instances(instances, signature, max_instances):
     if all(named):
         for index, instance in enumerate(instances):
             _check_input_names(instance, signature, f"Instance {index}")
-        columns = {key: [instance[key] for instance in instances] for key in signature.inputs}
+        columns = {key: [instance[key] if key in instance else defaults[key]
+                         for instance in instances] for key in signature.inputs}
     elif len(signature.inputs) == 1:
         columns = {next(iter(signature.inputs)): instances}
     else:
@@ -372,17 +405,38 @@ def _group_rows_by_shape(columns, signature):
     return [np.array(rows) for rows in groups.values()]
 
 
-def _columns_from_inputs(inputs, signature):
+def _columns_from_inputs(inputs, signature, defaults):
     """The columnar format's inputs as one value per input."""
     if _is_named_inputs(inputs):
         _check_input_names(inputs, signature, '"inputs"')
-        return dict(inputs)
+        return _with_defaults(dict(inputs), signature, defaults)
     if len(signature.inputs) != 1:
         raise RequestError(
             f"Signature {signature.name!r} has the inputs {_input_names(signature)}, "
             'so "inputs" must be an object with all of them.'
         )
     return {next(iter(signature.inputs)): inputs}
+
+
+def _with_defaults(columns, signature, defaults):
+    """Columnar inputs with each left-out optional input filled with its
+    default, one per row of the given inputs."""
+    missing = [key for key in signature.inputs if key not in columns]
+    if missing:
+        rows = next((len(value) for value in columns.values() if isinstance(value, list)), None)
+        for key in missing:
+            columns[key] = defaults[key] if rows is None else [defaults[key]] * rows
+    return columns
+
+
+def _capped_defaults(signature, input_limits):
+    """The signature's input defaults, each at most the server's cap on
+    that input (a left-out option never exceeds what the server allows)."""
+    defaults = dict(signature.rules.defaults)
+    for key, (limit, _) in input_limits.items():
+        if key in defaults and isinstance(defaults[key], (int, float)):
+            defaults[key] = min(defaults[key], limit)
+    return defaults
 
 
 def _json_type(value):

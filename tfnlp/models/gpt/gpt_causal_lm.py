@@ -173,7 +173,8 @@ class GPTCausalLM(GenerativeModel):
         logits, cache = self.prefill(ops.cast(token_ids, "int32")[:, None], cache, index)
         return logits[:, 0, :], cache
 
-    def generate(self, prompt_ids, prompt_lengths, decoder, max_new_tokens):
+    def generate(self, prompt_ids, prompt_lengths, decoder, max_new_tokens,
+                 **decoder_arguments):
         """Continues a batch of prompts with a `tfnlp.decoding` decoder.
 
         The prompts' common part (all but the last token of the shortest
@@ -194,6 +195,8 @@ class GPTCausalLM(GenerativeModel):
             max_new_tokens: the static bound on the generated tokens;
                 `prompt_length + max_new_tokens - 1` positions must fit
                 `max_sequence_length`.
+            **decoder_arguments: the decoder's other call arguments
+                (`max_lengths`, a sampler's `seed`, `temperature`, ...).
 
         Returns:
             The decoder's result dict: `ids` `(batch, num_sequences,
@@ -211,7 +214,8 @@ class GPTCausalLM(GenerativeModel):
             cache = self.prefill(prompt_ids[:, :first_index], cache)[1]
         return self.run_decoder(
             decoder, cache, None, self.generation_end_id, max_new_tokens,
-            prompt_ids=prompt_ids, prompt_lengths=prompt_lengths, first_index=first_index)
+            prompt_ids=prompt_ids, prompt_lengths=prompt_lengths, first_index=first_index,
+            **decoder_arguments)
 
     @property
     def generation_end_id(self):

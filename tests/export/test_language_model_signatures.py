@@ -1,0 +1,164 @@
+"""`LanguageModelSignatures`: generation and scoring exported as signatures
+that load with TensorFlow and tensorflow-text alone."""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.conftest import REPOSITORY
+from tests.export.helpers import run_in_new_process
+from tfnlp.export.input_rules import INPUT_RULES_FILE
+from tfnlp.export.language_model_signatures import LanguageModelSignatures, cut_at_stop
+from tfnlp.export.saved_model import write_next_version
+from tfnlp.models import GPTCausalLM
+from tfnlp.text import load_language_model_tokenizer
+
+CONTEXT = 32
+MAX_NEW_TOKENS = 12
+TEXT = (REPOSITORY / "demo" / "data" / "tinyshakespeare.txt").read_text()[:4000]
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    """A character-level data directory of `pipelines.lm_data`."""
+    from pipelines import lm_data
+
+    folder = tmp_path_factory.mktemp("lm_data")
+    (folder / "text.txt").write_text(TEXT)
+    lm_data.main([f"--input_file={folder / 'text.txt'}", f"--output_dir={folder / 'data'}",
+                  "--document_boundary=file", "--sequence_length=16", "--num_shards=1"])
+    return folder / "data"
+
+
+@pytest.fixture(scope="module")
+def tokenizer(data_dir):
+    return load_language_model_tokenizer(str(data_dir))
+
+
+@pytest.fixture(scope="module")
+def model(tokenizer):
+    # Large initial weights make the next-token distributions far from
+    # uniform, so prompts and seeds visibly change what is sampled.
+    model = GPTCausalLM.from_preset("tiny", vocabulary_size=tokenizer.vocabulary_size,
+                                    max_sequence_length=CONTEXT, initializer_range=0.5)
+    model(np.zeros((1, 4), "int32"))
+    return model
+
+
+@pytest.fixture(scope="module")
+def signatures(model, tokenizer):
+    return LanguageModelSignatures(model, tokenizer, max_new_tokens=MAX_NEW_TOKENS,
+                                   defaults={"temperature": 0.9, "top_p": 0.95})
+
+
+@pytest.fixture(scope="module")
+def export_dir(signatures, tokenizer, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("lm_export")
+    write_next_version(str(folder), signatures.signatures(), {"tokenizer": tokenizer},
+                       signatures.extra_files())
+    return folder / "1"
+
+
+def options(rows, **values):
+    """Per-example option tensors for `generate_with_options`."""
+    defaults = dict(temperature=1.0, top_k=0, top_p=1.0, max_new_tokens=MAX_NEW_TOKENS,
+                    seed=7, stop="")
+    defaults.update(values)
+    dtypes = dict(temperature=tf.float32, top_k=tf.int32, top_p=tf.float32,
+                  max_new_tokens=tf.int32, seed=tf.int64, stop=tf.string)
+    return {name: tf.constant(value if isinstance(value, list) else [value] * rows,
+                              dtypes[name]) for name, value in defaults.items()}
+
+
+def test_a_prompt_starts_after_the_end_of_document_id_and_keeps_its_last_ids(
+        signatures, tokenizer):
+    long_prompt = "x" * 40
+    ids, lengths = signatures.prompt_ids(tf.constant(["ab", long_prompt, ""]))
+    eod = tokenizer.end_of_document_id
+    width = CONTEXT - MAX_NEW_TOKENS + 1
+    assert ids.shape == (3, width)
+    assert lengths.numpy().tolist() == [3, width, 1]
+    x = tokenizer.tokenize(tf.constant(["x"])).numpy()[0][0]
+    a, b = tokenizer.tokenize(tf.constant(["ab"])).numpy()[0]
+    assert ids.numpy()[0, :3].tolist() == [eod, a, b]
+    assert ids.numpy()[1].tolist() == [x] * width  # the end of the long prompt
+    assert ids.numpy()[2, 0] == eod and not ids.numpy()[2, 1:].any()
+
+
+def test_a_seed_reproduces_a_sample_alone_or_in_a_batch(signatures):
+    alone = signatures.generate_with_options(tf.constant(["ROMEO:"]), **options(1, seed=11))
+    batch = signatures.generate_with_options(
+        tf.constant(["To be, or", "ROMEO:"]), **options(2, seed=[3, 11]))
+    assert batch["completions"].numpy()[1] == alone["completions"].numpy()[0]
+    other = signatures.generate_with_options(tf.constant(["ROMEO:"]), **options(1, seed=12))
+    assert other["completions"].numpy()[0] != alone["completions"].numpy()[0]
+
+
+def test_each_example_gets_at_most_its_max_new_tokens(signatures, tokenizer):
+    outputs = signatures.generate_with_options(
+        tf.constant(["A", "A", "A"]), **options(3, max_new_tokens=[1, 5, 500]))
+    counts = outputs["new_tokens"].numpy().tolist()
+    assert counts[0] == 1 and counts[1] <= 5 and counts[2] <= MAX_NEW_TOKENS
+    texts = [text.decode() for text in outputs["completions"].numpy()]
+    assert len(tokenizer.tokenize(tf.constant(texts[:1])).numpy()[0]) <= 1
+
+
+def test_a_completion_is_cut_before_its_stop_string():
+    cut = cut_at_stop(tf.constant(["one\ntwo\nthree", "no stop here", "stop"]),
+                      tf.constant(["\n", "", "stop"]))
+    assert cut.numpy().tolist() == [b"one", b"no stop here", b""]
+
+
+def test_score_is_the_log_likelihood_of_each_token_after_those_before_it(
+        signatures, model, tokenizer):
+    texts = ["To be, or not", "ay"]
+    scores = signatures.score(tf.constant(texts))
+    for row, text in enumerate(texts):
+        ids = [tokenizer.end_of_document_id] + tokenizer.tokenize(tf.constant([text])
+                                                                  ).numpy()[0].tolist()
+        logits = model(np.array([ids[:-1]], "int32")).numpy()[0].astype("float64")
+        log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+        expected = sum(log_probs[position, ids[position + 1]]
+                       for position in range(len(ids) - 1))
+        assert scores["token_count"].numpy()[row] == len(ids) - 1
+        assert scores["log_likelihood"].numpy()[row] == pytest.approx(expected, rel=1e-4)
+
+
+def test_the_export_records_its_optional_inputs_and_their_ranges(export_dir):
+    record = json.loads((export_dir / "assets.extra" / INPUT_RULES_FILE).read_text())
+    rules = record["generate_with_options"]
+    assert rules["defaults"]["temperature"] == pytest.approx(0.9)
+    assert rules["defaults"]["top_p"] == pytest.approx(0.95)
+    assert rules["defaults"]["seed"] == -1
+    assert rules["ranges"]["max_new_tokens"] == {"at_least": 1, "at_most": MAX_NEW_TOKENS}
+    assert rules["ranges"]["temperature"] == {"above": 0}
+
+
+def test_the_export_loads_with_tensorflow_alone_and_samples_as_in_process(
+        signatures, export_dir, tmp_path):
+    expected = signatures.generate_with_options(
+        tf.constant(["ROMEO:", "A"]), **options(2, seed=[5, 6]))
+    with_options = {name: [tensor.dtype.name, tensor.numpy().tolist()]
+                    for name, tensor in options(2, seed=[5, 6]).items()}
+    with_options["stop"][1] = [""] * 2
+    calls = [
+        {"export_dir": str(export_dir), "signature": "generate_with_options",
+         "inputs": {"prompts": ["string", ["ROMEO:", "A"]], **with_options}},
+        {"export_dir": str(export_dir), "signature": "generate",
+         "inputs": {"prompts": ["string", ["A"]]}},
+        {"export_dir": str(export_dir), "signature": "score",
+         "inputs": {"texts": ["string", ["A"]]}},
+    ]
+    results, packages = run_in_new_process(tmp_path, calls)
+    assert "tfnlp" not in packages
+    assert results[0]["completions"] == [text.decode() for text in
+                                         expected["completions"].numpy()]
+    assert 1 <= results[1]["new_tokens"][0] <= MAX_NEW_TOKENS
+    assert results[2]["token_count"] == [1]
+
+
+def test_max_new_tokens_must_leave_room_for_the_prompt(model, tokenizer):
+    with pytest.raises(ValueError, match="below the model's max_sequence_length=32"):
+        LanguageModelSignatures(model, tokenizer, max_new_tokens=CONTEXT)

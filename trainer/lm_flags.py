@@ -1,0 +1,112 @@
+"""The command line of `python -m trainer.lm`."""
+
+from tfnlp.command_line import ArgumentParser
+from trainer.model_registry import families_of, model_family
+from trainer.optimization import SCHEDULES
+from trainer.run_flags import (
+    add_loop_output_flags,
+    add_loop_training_flags,
+    check_config_flag,
+    check_counts,
+    check_run_flags,
+)
+from trainer.translate_flags import preset_names
+
+MODELS = families_of("language_model")
+DATA_WRITER = "pipelines.lm_data"
+# The prompts whose continuations are logged at each evaluation.
+DEFAULT_SAMPLE_PROMPTS = ("\n", "The ", "ROMEO:")
+
+
+def language_model_parser():
+    """The `argparse` parser of the language-model trainer's flags."""
+    parser = ArgumentParser(
+        prog="python -m trainer.lm",
+        description="Trains a decoder-only (GPT-style) language model on tf.distribute.",
+        allow_abbrev=False,
+    )
+    data = parser.add_argument_group("data")
+    data.add_argument("--train_data", required=True,
+                      help=f"Comma-separated globs of the training shards of "
+                           f"python -m {DATA_WRITER}.")
+    data.add_argument("--eval_data", default="",
+                      help="Comma-separated globs of the validation shards; all of them "
+                           "are evaluated (loss, perplexity, bits per character) at every "
+                           "evaluation.")
+    data.add_argument("--tokenizer_dir", default="",
+                      help="Where the data job wrote its tokenizer (default: the folder "
+                           "of the first training shard).")
+    data.add_argument("--global_batch_size", type=int, default=64,
+                      help="Windows of sequence_length + 1 tokens per global batch.")
+    data.add_argument("--shuffle_buffer", type=int, default=10_000)
+    data.add_argument("--seed", type=int, default=0,
+                      help="Seeds the initial weights, dropout and the data order.")
+
+    model = parser.add_argument_group("model")
+    model.add_argument("--model_dir", required=True,
+                       help="Checkpoints, TensorBoard logs and train_log.jsonl.")
+    model.add_argument("--model", choices=MODELS, default=MODELS[0],
+                       help="The decoder family.")
+    model.add_argument("--config", default="tiny",
+                       help=f"A preset ({preset_names(MODELS)}) or a JSON file of the "
+                            "model's constructor arguments; the flags below override it.")
+    model.add_argument("--dropout", type=float, default=0.1)
+
+    training = parser.add_argument_group("training")
+    training.add_argument("--train_steps", type=int, required=True)
+    training.add_argument("--learning_rate_schedule", choices=SCHEDULES, default="cosine")
+    training.add_argument("--adam_beta_2", type=float, default=0.99)
+    add_loop_training_flags(training)
+
+    outputs = parser.add_argument_group("checkpoints, evaluation, samples, logs and export")
+    add_loop_output_flags(outputs)
+    outputs.add_argument("--sample_prompts", nargs="*", default=list(DEFAULT_SAMPLE_PROMPTS),
+                         help="Prompts whose sampled continuations are logged (Text tab) "
+                              "at each evaluation; none: no samples.")
+    outputs.add_argument("--sample_tokens", type=int, default=200,
+                         help="New tokens sampled for each prompt.")
+    outputs.add_argument("--sample_temperature", type=float, default=0.8)
+    outputs.add_argument("--sample_top_p", type=float, default=0.9)
+    outputs.add_argument("--export_dir", default="",
+                         help="Write the model (the best checkpoint by validation loss when "
+                              "there is one) as a SavedModel with `generate` and `score` "
+                              "signatures here.")
+    # nanoGPT's recipe for small models: AdamW, weight decay 0.1, beta2 0.99,
+    # cosine decay after a short warmup, gradients clipped at 1.
+    parser.set_defaults(learning_rate=1e-3, warmup_steps=100, weight_decay=0.1,
+                        clip_norm=1.0, eval_every_steps=500)
+    return parser
+
+
+def parse_flags(argv=None):
+    """Parses and checks the flags; exits with a usage message on errors."""
+    parser = language_model_parser()
+    flags = parser.parse_args(argv)
+    check_counts(
+        parser, flags,
+        positive=("train_steps", "global_batch_size", "gradient_accumulation_steps",
+                  "keep_checkpoints", "log_every_steps", "shuffle_buffer"),
+        non_negative=("warmup_steps", "checkpoint_every_steps", "eval_every_steps",
+                      "sample_tokens", "stop_time_hours"),
+    )
+    if flags.learning_rate <= 0:
+        parser.error(f"--learning_rate must be positive, got {flags.learning_rate}.")
+    if not 0 <= flags.dropout < 1:
+        parser.error(f"--dropout must be in [0, 1), got {flags.dropout}.")
+    if not 0 < flags.sample_top_p <= 1:
+        parser.error(f"--sample_top_p must be in (0, 1], got {flags.sample_top_p}.")
+    if flags.sample_temperature <= 0:
+        parser.error(f"--sample_temperature must be positive, got {flags.sample_temperature}.")
+    return flags
+
+
+def check_paths(flags):
+    """Checks the files and directories that the flags name, before training.
+
+    Raises:
+        UsageError: a data flag matches no TFRecord file, or an output
+            directory cannot be written.
+    """
+    check_run_flags(flags, DATA_WRITER)
+    check_config_flag(flags.config, sorted(model_family(flags.model).presets),
+                      f"a JSON file of the {flags.model} model's arguments")
