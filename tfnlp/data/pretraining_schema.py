@@ -190,6 +190,10 @@ class InstanceSerializer:
                    else feature[name].int64_list).value
             for name in FEATURE_NAMES
         }
+        # `input_mask` and `masked_lm_weights` depend only on the numbers of
+        # tokens and predictions, often the same as the instance before's.
+        self._mask_length = None
+        self._weighted_predictions = None
 
     def serialize(self, input_ids, segment_ids, masked_lm_positions, masked_lm_ids,
                   is_random_next):
@@ -216,12 +220,17 @@ class InstanceSerializer:
         prediction_padding = [0] * (self.max_predictions_per_seq - predictions)
         values = self._values
         values[INPUT_IDS][:] = input_ids + sequence_padding
-        values[INPUT_MASK][:] = [1] * length + sequence_padding
         values[SEGMENT_IDS][:] = segment_ids + sequence_padding
         values[MASKED_LM_POSITIONS][:] = masked_lm_positions + prediction_padding
         values[MASKED_LM_IDS][:] = masked_lm_ids + prediction_padding
-        values[MASKED_LM_WEIGHTS][:] = [1.0] * predictions + [0.0] * len(prediction_padding)
         values[NEXT_SENTENCE_LABELS][:] = [1 if is_random_next else 0]
+        if length != self._mask_length:
+            values[INPUT_MASK][:] = [1] * length + sequence_padding
+            self._mask_length = length
+        if predictions != self._weighted_predictions:
+            values[MASKED_LM_WEIGHTS][:] = (
+                [1.0] * predictions + [0.0] * len(prediction_padding))
+            self._weighted_predictions = predictions
         # deterministic=True writes the feature map in sorted key order, so
         # the bytes do not depend on the protobuf implementation or on the
         # order the features were added in.
