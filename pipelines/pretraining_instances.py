@@ -321,7 +321,7 @@ def create_masked_lm_predictions(token_ids, rng, config):
         # same distribution with `num_to_predict` draws instead of one per
         # candidate.
         chosen = rng.sample(candidates, min(num_to_predict, len(candidates)))
-        words = [(position,) for position in chosen]
+        words = zip(chosen)  # Words of one position each.
         positions = sorted(chosen)
     labels = [token_ids[position] for position in positions]
     masked = []
