@@ -19,10 +19,11 @@ With dynamic masking the writer stores the unmasked sequence and empty
 masked-LM lists (positions, ids and weights all zero); the reader
 (`tfnlp.data.pretraining_dataset`) then masks each epoch anew.
 
-The writer side (`serialize_instance`) is plain protobuf
-(`tfnlp.data.example_proto`), cheap enough to run once per record in Beam
-workers that never load TensorFlow, and gives the same bytes for the same
-instance (map keys are serialized in sorted order). The reader side
+The writer side (`serialize_instance`, and `InstanceSerializer` for many
+records of one shape) is plain protobuf (`tfnlp.data.example_proto`),
+cheap enough to run once per record in Beam workers that never load
+TensorFlow, and gives the same bytes for the same instance (map keys are
+serialized in sorted order). The reader side
 (`feature_spec`, `parse_examples`) is TensorFlow ops and, like the original,
 casts int64 to int32; it imports TensorFlow when first called, so that
 importing this module for writing costs no TensorFlow.
