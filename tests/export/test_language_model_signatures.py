@@ -162,3 +162,10 @@ def test_the_export_loads_with_tensorflow_alone_and_samples_as_in_process(
 def test_max_new_tokens_must_leave_room_for_the_prompt(model, tokenizer):
     with pytest.raises(ValueError, match="below the model's max_sequence_length=32"):
         LanguageModelSignatures(model, tokenizer, max_new_tokens=CONTEXT)
+
+
+def test_the_model_and_the_tokenizer_must_share_the_vocabulary(tokenizer):
+    model = GPTCausalLM.from_preset("tiny", vocabulary_size=tokenizer.vocabulary_size + 1,
+                                    max_sequence_length=CONTEXT)
+    with pytest.raises(ValueError, match="not the model and tokenizer of one run"):
+        LanguageModelSignatures(model, tokenizer, max_new_tokens=MAX_NEW_TOKENS)

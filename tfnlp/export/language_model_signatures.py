@@ -76,6 +76,12 @@ class LanguageModelSignatures(tf.Module):
                 f"max_sequence_length={model.max_sequence_length}, which prompt and "
                 "continuation share."
             )
+        if model.vocabulary_size != tokenizer.vocabulary_size:
+            raise ValueError(
+                f"The model has {model.vocabulary_size} token embeddings but the tokenizer "
+                f"{tokenizer.vocabulary_size} ids: they are not the model and tokenizer of one "
+                "run. Give the tokenizer of the data the model was trained on."
+            )
         self.model = model
         self.tokenizer = tokenizer
         self.max_new_tokens = int(max_new_tokens)
