@@ -65,17 +65,21 @@ BEAM_OPTIONS = {"--runner", "--project", "--region", "--temp_location", "--setup
 
 def flag_parser(subcommand):
     """The function that parses a subcommand's flags."""
+    import pipelines.lm_data_flags
     import pipelines.pretraining_data
     import pipelines.wordpiece_vocab_flags
     import tfnlp.serve.__main__
     import trainer.export
     import trainer.finetune_flags
+    import trainer.lm_flags
     import trainer.pretrain_flags
     return {
         "wordpiece-vocab": pipelines.wordpiece_vocab_flags.parse_arguments,
         "pretraining-data": pipelines.pretraining_data.parse_arguments,
         "pretrain": trainer.pretrain_flags.parse_flags,
         "finetune": trainer.finetune_flags.parse_flags,
+        "lm-data": pipelines.lm_data_flags.parse_arguments,
+        "lm": trainer.lm_flags.parse_flags,
         "export": trainer.export.parse_flags,
         "serve": tfnlp.serve.__main__.parse_flags,
     }[subcommand]
