@@ -143,11 +143,11 @@ BENCHMARKS = {benchmark.name: benchmark for benchmark in (
                            "--epochs=1"), minutes=6.5),
     Benchmark("lm_training",
               "GPTCausalLM training against keras-hub's GPT2CausalLM of the same size",
-              quick_flags=("--quick",), minutes=3, needs_data=False),
+              quick_flags=("--quick",), minutes=1.5, needs_data=False),
     Benchmark("lm_generation",
               "top-p generation against keras-hub's GPT2CausalLM.generate on the same "
               "weights, cached against uncached, the export against the Keras model",
-              quick_flags=("--quick",), minutes=3, needs_data=False),
+              quick_flags=("--quick",), minutes=6, needs_data=False),
     Benchmark("fuzz_tokenizers", "tokenizers against the original on random text",
               hour_flags=("--max_examples=2000", "--hostile_max_examples=200"),
               quick_flags=("--max_examples=200", "--hostile_max_examples=20"), minutes=1,
