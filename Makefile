@@ -10,7 +10,7 @@ DATA_DIR ?=
 DEMO_OUTPUT ?= demo_output
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: demo test bench install clean
+.PHONY: demo test bench install clean torch-env
 
 install: $(VENV)/.installed
 
@@ -41,5 +41,25 @@ BENCHMARKS ?=
 bench: $(VENV)/.installed
 	$(VENV)/bin/python -m benchmarks $(BENCHMARKS)
 
+# A separate environment with PyTorch and Hugging Face transformers, for
+# `python -m benchmarks.lm_transformers_equality` alone: it runs
+# GPT2LMHeadModel there as a subprocess, so neither the project nor its tests
+# need torch. TORCH_WHEEL is the torch to install: by default the CPU-only
+# wheel when it is on this machine's disk, otherwise PyPI's `torch`, whose
+# Linux wheel pulls in several GB of CUDA libraries (give a CPU wheel's path
+# or URL to avoid them). The wheel is for Python 3.11, hence TORCH_ENV_PYTHON.
+TORCH_VENV := .venv-torch
+TORCH_ENV_PYTHON ?= python3.11
+LOCAL_TORCH_WHEEL := /opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl
+TORCH_WHEEL ?= $(if $(wildcard $(LOCAL_TORCH_WHEEL)),$(LOCAL_TORCH_WHEEL),torch)
+
+torch-env: $(TORCH_VENV)/.installed
+
+$(TORCH_VENV)/.installed: Makefile
+	$(TORCH_ENV_PYTHON) -m venv $(TORCH_VENV)
+	$(TORCH_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(TORCH_VENV)/bin/python -m pip install --quiet "$(TORCH_WHEEL)" numpy safetensors transformers
+	touch $@
+
 clean:
-	rm -rf $(VENV) $(DEMO_OUTPUT) *.egg-info
+	rm -rf $(VENV) $(TORCH_VENV) $(DEMO_OUTPUT) *.egg-info
