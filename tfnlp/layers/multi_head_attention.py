@@ -168,12 +168,11 @@ class MultiHeadAttention(keras.layers.Layer):
                 "A key/value cache needs `key_dim == value_dim`; this layer has "
                 f"key_dim={self.key_dim} and value_dim={self.value_dim}."
             )
-        key_cache, value_cache = cache[:, 0, ...], cache[:, 1, ...]
-        if cache_update_index is None:
-            return key_cache, value_cache, cache
-        key_cache = _write_positions(key_cache, self.key_dense(key), cache_update_index)
-        value_cache = _write_positions(value_cache, self.value_dense(value), cache_update_index)
-        return key_cache, value_cache, ops.stack([key_cache, value_cache], axis=1)
+        if cache_update_index is not None:
+            cache = _write_positions(
+                cache, self.key_dense(key), self.value_dense(value), cache_update_index
+            )
+        return cache[:, 0, ...], cache[:, 1, ...], cache
 
     def call(
         self,
@@ -256,14 +255,27 @@ class MultiHeadAttention(keras.layers.Layer):
         return config
 
 
-def _write_positions(cache, updates, index):
-    """`cache` (batch, max_length, ...) with `updates` written from position
-    `index` on. One position (incremental decoding) is written with a
-    select, so that the graph holds stock TensorFlow ops only:
+def _write_positions(cache, keys, values, index):
+    """`cache` (batch, 2, max_length, heads, head_dim) with `keys` and
+    `values` (batch, length, heads, head_dim) written from position `index`
+    on.
+
+    One position (incremental decoding) is written with a scatter of the
+    batch's rows: inside an XLA loop the scatter updates the cache in
+    place, where a select or a split-and-restack of keys and values would
+    copy the whole cache at every step, and it is a stock TensorFlow op
+    (`TensorScatterUpdate`), which TensorFlow Serving's graph executor runs;
     `ops.slice_update` with a tensor index becomes `XlaDynamicUpdateSlice`,
-    an op of XLA's that TensorFlow Serving's graph executor lacks."""
-    if updates.shape[1] != 1:
-        return ops.slice_update(cache, [0, index, 0, 0], updates)
-    positions = ops.arange(ops.shape(cache)[1])
-    at_index = ops.reshape(ops.equal(positions, index), (1, -1, 1, 1))
-    return ops.where(at_index, ops.cast(updates, cache.dtype), cache)
+    which it lacks. Several positions (a prefill) are one slice update."""
+    keys = ops.cast(keys, cache.dtype)
+    values = ops.cast(values, cache.dtype)
+    if keys.shape[1] != 1:
+        return ops.slice_update(cache, [0, 0, index, 0, 0], ops.stack([keys, values], axis=1))
+    batch_size = ops.shape(cache)[0]
+    rows = ops.repeat(ops.arange(batch_size, dtype="int32"), 2)
+    parts = ops.tile(ops.arange(2, dtype="int32"), [batch_size])
+    positions = ops.zeros_like(rows) + ops.cast(index, "int32")
+    updates = ops.reshape(
+        ops.stack([keys[:, 0], values[:, 0]], axis=1), (-1,) + tuple(cache.shape[3:])
+    )
+    return ops.scatter_update(cache, ops.stack([rows, parts, positions], axis=1), updates)
