@@ -11,12 +11,14 @@ from tfnlp.decoding import BeamSearch, GreedySearch, RandomSampling
 # Every argument other than its default, so a setting that is dropped or
 # replaced by its default on the way shows.
 ARGUMENTS = {
-    GreedySearch: dict(min_length=2, no_repeat_ngram_size=3, repetition_penalty=1.3),
+    GreedySearch: dict(min_length=2, no_repeat_ngram_size=3, repetition_penalty=1.3,
+                       suppressed_token_ids=(0, 3)),
     BeamSearch: dict(beam_size=5, length_penalty="average", alpha=-0.5, num_return_sequences=3,
                      min_length=1, no_repeat_ngram_size=2, early_stopping=False,
-                     repetition_penalty=0.8),
+                     repetition_penalty=0.8, suppressed_token_ids=(2,)),
     RandomSampling: dict(top_k=10, top_p=0.8, temperature=0.7, seed=3, num_return_sequences=2,
-                         min_length=1, no_repeat_ngram_size=4, repetition_penalty=1.5),
+                         min_length=1, no_repeat_ngram_size=4, repetition_penalty=1.5,
+                         suppressed_token_ids=(4, 1)),
 }
 DECODERS = [cls(**arguments) for cls, arguments in ARGUMENTS.items()]
 
@@ -67,6 +69,10 @@ def test_num_sequences():
     (lambda: BeamSearch(repetition_penalty=-1.2), "`repetition_penalty` must be a number > 0"),
     (lambda: RandomSampling(repetition_penalty=True), "`repetition_penalty` must be a number"),
     (lambda: RandomSampling(no_repeat_ngram_size=-1), "`no_repeat_ngram_size` must be"),
+    (lambda: GreedySearch(suppressed_token_ids=[0, -1]), r"received \[0, -1\], with -1"),
+    (lambda: BeamSearch(suppressed_token_ids=[1.0]), "`suppressed_token_ids` must be a list"),
+    (lambda: RandomSampling(suppressed_token_ids=3), "`suppressed_token_ids` must be a list"),
+    (lambda: GreedySearch(suppressed_token_ids="<unk>"), "must be a list of token ids"),
 ])
 def test_invalid_arguments_are_explained(make, message):
     with pytest.raises(ValueError, match=message):
@@ -85,6 +91,8 @@ def test_arguments_at_the_edges_of_their_ranges_are_accepted():
     assert RandomSampling(top_p=1e-6, temperature=1e-6).top_p == 1e-6
     assert GreedySearch(repetition_penalty=1e-6).repetition_penalty == 1e-6
     assert [d().repetition_penalty for d in ARGUMENTS] == [1.0, 1.0, 1.0]  # off by default
+    assert [d().suppressed_token_ids for d in ARGUMENTS] == [(), (), ()]
+    assert GreedySearch(suppressed_token_ids=np.array([0, 2])).suppressed_token_ids == (0, 2)
 
 
 def test_invalid_calls_are_explained():

@@ -125,8 +125,8 @@ def backend_cases():
 
     Returns a list of `(name, decoder, model, max_length, first_index,
     inputs)`, `inputs` a dict of the decoder's tensor arguments (`cache`,
-    `start_ids` or `prompt_ids` and `prompt_lengths`, `max_lengths`, and
-    `seed` for per-example seeds).
+    `start_ids` or `prompt_ids` and `prompt_lengths`, `max_lengths`,
+    `seed` for per-example seeds, and stop sequences).
     """
     from tfnlp.decoding import BeamSearch, GreedySearch, RandomSampling
 
@@ -140,6 +140,9 @@ def backend_cases():
     prompted = {"cache": model.initial_cache(), "prompt_ids": prompt_ids,
                 "prompt_lengths": prompt_lengths, "max_lengths": np.array([5, 2, 4], np.int32)}
     seeds = np.array([[1, 0], [2, 0], [1 << 20, 3]], np.int32)
+    # Stop sequences of 2, 0 and 1 tokens.
+    stops = {"stop_sequence_ids": np.array([[4, 2], [0, 0], [3, 1]], np.int32),
+             "stop_sequence_lengths": np.array([2, 0, 1], np.int32)}
     return [
         ("greedy", GreedySearch(min_length=1, no_repeat_ngram_size=2), model, 7, 0, started),
         ("beam_gnmt", BeamSearch(3, "gnmt", 0.6, num_return_sequences=2,
@@ -150,14 +153,16 @@ def backend_cases():
         ("sampling", RandomSampling(top_p=0.9, top_k=4, seed=1, num_return_sequences=2),
          model, 7, 0, started),
         ("greedy_prompt", GreedySearch(min_length=2, no_repeat_ngram_size=2,
-                                       repetition_penalty=1.3), model, 5, 0, prompted),
+                                       repetition_penalty=1.3, suppressed_token_ids=(3,)),
+         model, 5, 0, dict(prompted, **stops)),
         ("beam_prompt", BeamSearch(3, "gnmt", 0.6, num_return_sequences=2,
                                    repetition_penalty=1.2),
          model, 5, 1, dict(prompted, cache=model.prefilled_cache(prompt_ids, 1),
                            prompt_lengths=np.array([3, 2, 2], np.int32))),
         ("sampling_prompt", RandomSampling(top_p=0.9, top_k=4, num_return_sequences=2,
-                                           no_repeat_ngram_size=3, repetition_penalty=1.2),
-         model, 5, 0, dict(prompted, seed=seeds)),
+                                           no_repeat_ngram_size=3, repetition_penalty=1.2,
+                                           suppressed_token_ids=(0, 5)),
+         model, 5, 0, dict(prompted, seed=seeds, **stops)),
     ]
 
 

@@ -4,7 +4,12 @@ import keras
 from keras import ops
 
 from tfnlp.decoding.cache import reorder_cache, tile_cache
-from tfnlp.decoding.constraints import check_constraints, constraints_of, next_token_log_probs
+from tfnlp.decoding.constraints import (
+    check_constraints,
+    checked_token_ids,
+    constraints_of,
+    next_token_log_probs,
+)
 from tfnlp.decoding.contract import NEGATIVE_INFINITY, Decoder, match_cache
 from tfnlp.decoding.length_penalty import check_length_penalty, length_penalty
 from tfnlp.decoding.step import generated_part, start_sequences, take_column, write_column
@@ -47,6 +52,11 @@ class BeamSearch(Decoder):
     generated token, from one live beam as they do after a start token;
     lengths, length penalties and `max_lengths` count the generated tokens.
 
+    Beam search takes no stop sequences (`stop_sequence_ids`, see
+    `tfnlp.decoding.contract`): a beam's row holds different hypotheses
+    from step to step, so no row can stop alone; cut its outputs after
+    decoding instead.
+
     Args:
         beam_size: the number of alive hypotheses per example.
         length_penalty: `"gnmt"` (`((5 + length) / 6) ** alpha`),
@@ -65,6 +75,10 @@ class BeamSearch(Decoder):
             the log-probabilities that rank the beams; 1.0 for none.
         early_stopping: stop an example when its n-best list can no longer
             change (exact); `False` runs every example to its maximum length.
+        suppressed_token_ids: token ids never generated (their
+            log-probability is -inf at every step), e.g. a tokenizer's
+            padding and unknown ids, which stand for no text; empty for
+            none.
 
     Call arguments:
         step_fn: `step_fn(token_ids, cache, index) -> (logits, cache)`.
@@ -127,6 +141,7 @@ class BeamSearch(Decoder):
         no_repeat_ngram_size=0,
         early_stopping=True,
         repetition_penalty=1.0,
+        suppressed_token_ids=(),
     ):
         if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
             raise ValueError(f"`beam_size` must be a Python int >= 1; received {beam_size!r}.")
@@ -152,6 +167,8 @@ class BeamSearch(Decoder):
         self.no_repeat_ngram_size = no_repeat_ngram_size
         self.early_stopping = early_stopping
         self.repetition_penalty = float(repetition_penalty)
+        self.suppressed_token_ids = checked_token_ids("suppressed_token_ids",
+                                                      suppressed_token_ids)
 
     @property
     def num_sequences(self):
@@ -338,4 +355,5 @@ class BeamSearch(Decoder):
             "no_repeat_ngram_size": self.no_repeat_ngram_size,
             "early_stopping": self.early_stopping,
             "repetition_penalty": self.repetition_penalty,
+            "suppressed_token_ids": self.suppressed_token_ids,
         }

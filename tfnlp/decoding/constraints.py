@@ -1,5 +1,7 @@
-"""Constraints on the next token: a minimum length, no repeated n-grams and a
-repetition penalty, shared by every decoder."""
+"""Constraints on the next token: a minimum length, no repeated n-grams, a
+repetition penalty and suppressed tokens, shared by every decoder."""
+
+import numbers
 
 from keras import ops
 
@@ -29,12 +31,32 @@ def check_constraints(min_length, no_repeat_ngram_size, repetition_penalty):
     )
 
 
+def checked_token_ids(name, token_ids):
+    """`token_ids` (any iterable of ints >= 0) as a tuple of Python ints,
+    or a `ValueError` naming `name`."""
+    if isinstance(token_ids, (str, bytes)) or not hasattr(token_ids, "__iter__"):
+        raise ValueError(
+            f"`{name}` must be a list of token ids (ints >= 0); received {token_ids!r}."
+        )
+    token_ids = tuple(token_ids)
+    for token_id in token_ids:
+        if isinstance(token_id, bool) or not isinstance(token_id, numbers.Integral) or (
+            token_id < 0
+        ):
+            raise ValueError(
+                f"`{name}` must be a list of token ids (ints >= 0); received "
+                f"{list(token_ids)!r}, with {token_id!r}."
+            )
+    return tuple(int(token_id) for token_id in token_ids)
+
+
 def constraints_of(decoder):
     """The keyword arguments of `next_token_log_probs` a decoder holds."""
     return {
         "min_length": decoder.min_length,
         "no_repeat_ngram_size": decoder.no_repeat_ngram_size,
         "repetition_penalty": decoder.repetition_penalty,
+        "suppressed_token_ids": decoder.suppressed_token_ids,
     }
 
 
@@ -47,6 +69,7 @@ def next_token_log_probs(
     no_repeat_ngram_size=0,
     repetition_penalty=1.0,
     num_generated=None,
+    suppressed_token_ids=(),
 ):
     """Log-probabilities of the next token, with the forbidden tokens at -inf.
 
@@ -68,6 +91,8 @@ def next_token_log_probs(
         num_generated: int32 `(rows,)`, how many tokens each row has
             generated before the next one (negative while the next token is
             still a prompt token); default `index` (a start token only).
+        suppressed_token_ids: a tuple of Python ints, the tokens that are
+            never generated (ids outside the vocabulary are ignored).
 
     Returns:
         float32 `(rows, vocabulary)` log-probabilities (a log-softmax of the
@@ -87,6 +112,13 @@ def next_token_log_probs(
             sequences, index, no_repeat_ngram_size, ops.shape(log_probs)[-1]
         )
         log_probs = ops.where(repeated, NEGATIVE_INFINITY, log_probs)
+    if suppressed_token_ids:
+        suppressed = ops.any(
+            ops.arange(ops.shape(log_probs)[-1])[:, None]
+            == ops.convert_to_tensor(suppressed_token_ids, dtype="int32")[None, :],
+            axis=1,
+        )
+        log_probs = ops.where(suppressed[None, :], NEGATIVE_INFINITY, log_probs)
     return log_probs
 
 

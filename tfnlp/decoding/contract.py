@@ -65,8 +65,17 @@ result = decoder(step_fn, cache, end_id=end_id, max_length=max_length,
 
 Every decoder takes the next-token constraints `min_length` (counting
 generated tokens), `no_repeat_ngram_size` and `repetition_penalty` (both of
-which see the prompt), applied in `tfnlp.decoding.constraints` before the
-decoder chooses.
+which see the prompt) and `suppressed_token_ids` (ids never generated, such
+as a tokenizer's padding and unknown ids), applied in
+`tfnlp.decoding.constraints` before the decoder chooses.
+
+Greedy search and sampling also take per-example stop sequences: with
+`stop_sequence_ids` int32 `(batch, width)` (a static `width`, right-padded)
+and `stop_sequence_lengths` int32 `(batch,)` (0: none), a row finishes as
+soon as its generated tokens end with its stop sequence, which stays in
+`ids` and counts in `lengths` (no `end_id` follows). A stop sequence that
+begins inside the prompt does not count (`tfnlp.decoding.stop_sequences`).
+Beam search refuses them.
 
 The decoding runs in one `keras.ops.while_loop` with static shapes, written
 with `keras.ops` only: it compiles with XLA, exports to a SavedModel made of
@@ -114,6 +123,13 @@ class Decoder:
         first_index: Python int >= 0, below every prompt length: the cache
             already holds the positions before it (prefilled), and the loop
             starts there.
+        stop_sequence_ids: optional int32 `(batch, width)`, each example's
+            stop sequence, right-padded to a static `width`: a row stops
+            once its generated tokens end with it (decoders whose
+            `supports_stop_sequences` is True).
+        stop_sequence_lengths: optional int32 `(batch,)`, the stop
+            sequences' lengths in `[0, width]` (0: none; default: all
+            `width`).
 
     Returns:
         A dict with `"ids"` int32 `(batch, num_sequences, max_length)` (the
@@ -147,6 +163,8 @@ class Decoder:
 
     #: How many sequences are returned per example.
     num_sequences = 1
+    #: Whether the decoder takes `stop_sequence_ids` (one hypothesis per row).
+    supports_stop_sequences = False
 
     def __call__(
         self,
@@ -160,6 +178,8 @@ class Decoder:
         prompt_ids=None,
         prompt_lengths=None,
         first_index=0,
+        stop_sequence_ids=None,
+        stop_sequence_lengths=None,
         **options,
     ):
         if not callable(step_fn):
@@ -192,6 +212,21 @@ class Decoder:
                     f"received shape {tuple(max_lengths.shape)}."
                 )
             max_lengths = ops.clip(max_lengths, 1, max_length)
+        if stop_sequence_ids is not None:
+            if not self.supports_stop_sequences:
+                raise ValueError(
+                    f"{type(self).__name__} does not take `stop_sequence_ids`: its "
+                    "hypotheses share rows, so one cannot stop alone. Use `GreedySearch` "
+                    "or `RandomSampling`, or cut the output at the stop sequence after "
+                    "decoding."
+                )
+            options["stop_sequences"] = make_stop_sequences(
+                stop_sequence_ids, stop_sequence_lengths, prompt.ids.shape[0])
+        elif stop_sequence_lengths is not None:
+            raise ValueError(
+                "`stop_sequence_lengths` goes with `stop_sequence_ids`; pass the stop "
+                "sequences' ids too."
+            )
         return self.decode(step_fn, cache, prompt, end_id, max_length, max_lengths, **options)
 
     def decode(self, step_fn, cache, prompt, end_id, max_length, max_lengths, **options):
@@ -199,7 +234,8 @@ class Decoder:
 
         `prompt` is a `Prompt` (a start token is a prompt of length 1);
         `options` are the subclass' extra call arguments (e.g. the `seed` of
-        `RandomSampling`).
+        `RandomSampling`), and `stop_sequences`, a `StopSequences`, when the
+        call gives stop sequences.
         """
         raise NotImplementedError(f"{type(self).__name__} must implement `decode()`.")
 
@@ -237,6 +273,27 @@ class Prompt(NamedTuple):
         return self.ids.shape[1]
 
 
+class StopSequences(NamedTuple):
+    """The checked stop sequence of every row, padded to a static width.
+
+    Attributes:
+        ids: int32 `(batch, width)`, each row's stop sequence, right-padded
+            (`width` static; the padding is ignored).
+        lengths: int32 `(batch,)`, in `[0, width]`; 0: the row has none.
+    """
+
+    ids: Any
+    lengths: Any
+
+    def repeat(self, copies):
+        """Each row's stop sequence `copies` times in a row, for decoders
+        that tile their rows (`num_return_sequences`)."""
+        if copies == 1:
+            return self
+        return StopSequences(ops.repeat(self.ids, copies, axis=0),
+                             ops.repeat(self.lengths, copies, axis=0))
+
+
 def make_prompt(start_ids, prompt_ids, prompt_lengths, first_index):
     """The `Prompt` of a decoder call, or a `ValueError` saying what is wrong."""
     if isinstance(first_index, bool) or not isinstance(first_index, int) or first_index < 0:
@@ -265,21 +322,8 @@ def make_prompt(start_ids, prompt_ids, prompt_lengths, first_index):
         prompt_ids = start_ids[:, None]
         prompt_lengths = ops.ones_like(start_ids)
     else:
-        prompt_ids = ops.cast(ops.convert_to_tensor(prompt_ids), "int32")
-        if len(prompt_ids.shape) != 2 or prompt_ids.shape[1] is None:
-            raise ValueError(
-                "`prompt_ids` must have shape (batch, prompt_length) with a static "
-                f"prompt_length; received shape {tuple(prompt_ids.shape)}. Pad the "
-                "prompts on the right to a fixed length and pass `prompt_lengths`."
-            )
-        if prompt_lengths is None:
-            prompt_lengths = ops.full(ops.shape(prompt_ids)[:1], prompt_ids.shape[1], "int32")
-        prompt_lengths = ops.cast(ops.convert_to_tensor(prompt_lengths), "int32")
-        if len(prompt_lengths.shape) != 1:
-            raise ValueError(
-                "`prompt_lengths` must have shape (batch,), one length per prompt; "
-                f"received shape {tuple(prompt_lengths.shape)}."
-            )
+        prompt_ids, prompt_lengths = padded_rows(
+            "prompt", prompt_ids, prompt_lengths, "prompt_length")
     width = prompt_ids.shape[1]
     if first_index >= width:
         raise ValueError(
@@ -301,6 +345,67 @@ def make_prompt(start_ids, prompt_ids, prompt_lengths, first_index):
     prompt_lengths = ops.clip(prompt_lengths, first_index + 1, width)
     in_prompt = ops.arange(width)[None, :] < prompt_lengths[:, None]
     return Prompt(ops.where(in_prompt, prompt_ids, 0), prompt_lengths, first_index)
+
+
+def make_stop_sequences(stop_sequence_ids, stop_sequence_lengths, batch_size):
+    """The `StopSequences` of a decoder call, or a `ValueError` saying what
+    is wrong.
+
+    Args:
+        stop_sequence_ids: int `(batch, width)` with a static `width`,
+            right-padded.
+        stop_sequence_lengths: optional int `(batch,)` (default: all
+            `width`); clipped to `[0, width]`.
+        batch_size: the static batch size of the prompts, or None.
+
+    Returns:
+        A `StopSequences`.
+    """
+    ids, lengths = padded_rows(
+        "stop_sequence", stop_sequence_ids, stop_sequence_lengths, "width")
+    if None not in (ids.shape[0], batch_size) and ids.shape[0] != batch_size:
+        raise ValueError(
+            f"`stop_sequence_ids` has {ids.shape[0]} rows but the prompts {batch_size}: "
+            "give one stop sequence per example (length 0 for none)."
+        )
+    width = ids.shape[1]
+    known = known_values(lengths)
+    if known is not None and known.size and not ((known >= 0) & (known <= width)).all():
+        raise ValueError(
+            f"Every stop sequence length must be in [0, width] = [0, {width}]; received "
+            f"{known.tolist()}. Use 0 for an example without a stop sequence, and "
+            "pad `stop_sequence_ids` to the longest one."
+        )
+    return StopSequences(ids, ops.clip(lengths, 0, width))
+
+
+def padded_rows(name, ids, lengths, width_name):
+    """int32 `(ids, lengths)` of right-padded rows, or a `ValueError`.
+
+    Args:
+        name: what the rows are, as the call arguments `{name}_ids` and
+            `{name}_lengths` name them ("prompt", "stop_sequence").
+        ids: int `(batch, width)` with a static `width`.
+        lengths: optional int `(batch,)`; default: all `width`.
+        width_name: the name of the width in the messages.
+    """
+    what = name.replace("_", " ")
+    ids = ops.cast(ops.convert_to_tensor(ids), "int32")
+    if len(ids.shape) != 2 or ids.shape[1] is None:
+        raise ValueError(
+            f"`{name}_ids` must have shape (batch, {width_name}) with a static "
+            f"{width_name}; received shape {tuple(ids.shape)}. Pad the {what}s on the "
+            f"right to a fixed length and pass `{name}_lengths`."
+        )
+    if lengths is None:
+        lengths = ops.full(ops.shape(ids)[:1], ids.shape[1], "int32")
+    lengths = ops.cast(ops.convert_to_tensor(lengths), "int32")
+    if len(lengths.shape) != 1:
+        raise ValueError(
+            f"`{name}_lengths` must have shape (batch,), one length per {what}; "
+            f"received shape {tuple(lengths.shape)}."
+        )
+    return ids, lengths
 
 
 def known_values(tensor):

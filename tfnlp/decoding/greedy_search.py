@@ -2,7 +2,7 @@
 
 import keras
 
-from tfnlp.decoding.constraints import check_constraints, constraints_of
+from tfnlp.decoding.constraints import check_constraints, checked_token_ids, constraints_of
 from tfnlp.decoding.contract import Decoder
 from tfnlp.decoding.step import best_tokens, decode_one_per_row, sort_sequences
 
@@ -28,6 +28,10 @@ class GreedySearch(Decoder):
             sequence (the prompt included) are divided by it when positive
             and multiplied by it when negative (Keskar et al., 2019); 1.0
             for none, above 1 to discourage repetitions.
+        suppressed_token_ids: token ids never generated (their
+            log-probability is -inf at every step), e.g. a tokenizer's
+            padding and unknown ids, which stand for no text; empty for
+            none.
 
     Call arguments:
         step_fn: `step_fn(token_ids, cache, index) -> (logits, cache)`.
@@ -39,6 +43,10 @@ class GreedySearch(Decoder):
         max_lengths: optional int32 `(batch,)` per-example bounds.
         prompt_ids, prompt_lengths, first_index: optional prompts (see
             `tfnlp.decoding.contract`).
+        stop_sequence_ids, stop_sequence_lengths: optional per-example stop
+            sequences, int32 `(batch, width)` right-padded and `(batch,)`
+            (0: none): a row stops once its generated tokens end with its
+            stop sequence, which is kept in `"ids"`.
 
     Returns:
         A dict: `"ids"` int32 `(batch, 1, max_length)` (the generated
@@ -62,6 +70,21 @@ class GreedySearch(Decoder):
     ...     step_fn, None, end_id=1, max_length=3, prompt_ids=[[2, 0, 2]])
     >>> ops.convert_to_numpy(result["ids"]).tolist()
     [[[1, 0, 0]]]
+    >>> result = GreedySearch(suppressed_token_ids=[0])(
+    ...     step_fn, None, start_ids=[0], end_id=1, max_length=4)
+    >>> ops.convert_to_numpy(result["ids"]).tolist()  # 0 never comes: 1 ends
+    [[[2, 1, 0, 0]]]
+
+    Per-example stop sequences: the first row stops after `0, 2`, the
+    second after `2`.
+
+    >>> result = GreedySearch()(step_fn, None, start_ids=[0, 0], end_id=1, max_length=4,
+    ...                         stop_sequence_ids=[[0, 2], [2, 0]],
+    ...                         stop_sequence_lengths=[2, 1])
+    >>> ops.convert_to_numpy(result["ids"]).tolist()
+    [[[2, 0, 2, 0]], [[2, 0, 0, 0]]]
+    >>> ops.convert_to_numpy(result["lengths"]).tolist()
+    [[3], [1]]
     >>> decoder = GreedySearch(min_length=1)
     >>> GreedySearch.from_config(decoder.get_config()).min_length
     1
@@ -74,13 +97,19 @@ class GreedySearch(Decoder):
           (repetition penalty)
     """
 
-    def __init__(self, min_length=0, no_repeat_ngram_size=0, repetition_penalty=1.0):
+    supports_stop_sequences = True
+
+    def __init__(self, min_length=0, no_repeat_ngram_size=0, repetition_penalty=1.0,
+                 suppressed_token_ids=()):
         check_constraints(min_length, no_repeat_ngram_size, repetition_penalty)
         self.min_length = min_length
         self.no_repeat_ngram_size = no_repeat_ngram_size
         self.repetition_penalty = float(repetition_penalty)
+        self.suppressed_token_ids = checked_token_ids("suppressed_token_ids",
+                                                      suppressed_token_ids)
 
-    def decode(self, step_fn, cache, prompt, end_id, max_length, max_lengths):
+    def decode(self, step_fn, cache, prompt, end_id, max_length, max_lengths,
+               stop_sequences=None):
         ids, lengths, scores = decode_one_per_row(
             step_fn,
             cache,
@@ -90,6 +119,7 @@ class GreedySearch(Decoder):
             max_lengths,
             choose_tokens=lambda log_probs, index: best_tokens(log_probs),
             constraints=constraints_of(self),
+            stop_sequences=stop_sequences,
         )
         return sort_sequences(ids, lengths, scores, 1)
 
@@ -98,4 +128,5 @@ class GreedySearch(Decoder):
             "min_length": self.min_length,
             "no_repeat_ngram_size": self.no_repeat_ngram_size,
             "repetition_penalty": self.repetition_penalty,
+            "suppressed_token_ids": self.suppressed_token_ids,
         }

@@ -8,6 +8,7 @@ from tfnlp.decoding.constraints import (
     check_constraints,
     check_non_negative_int,
     check_positive_number,
+    checked_token_ids,
     constraints_of,
 )
 from tfnlp.decoding.contract import NEGATIVE_INFINITY, Decoder
@@ -59,6 +60,10 @@ class RandomSampling(Decoder):
             sequence (the prompt included) are divided by it when positive
             and multiplied by it when negative (Keskar et al., 2019), before
             temperature and filtering; 1.0 for none.
+        suppressed_token_ids: token ids never generated (their
+            log-probability is -inf at every step), e.g. a tokenizer's
+            padding and unknown ids, which stand for no text; empty for
+            none.
 
     Call arguments:
         step_fn: `step_fn(token_ids, cache, index) -> (logits, cache)`.
@@ -81,6 +86,10 @@ class RandomSampling(Decoder):
             function: clip them before (a temperature > 0, a `top_k` >= 0,
             a `top_p` in (0, 1]). Per-example filtering ranks the whole
             vocabulary at each step.
+        stop_sequence_ids, stop_sequence_lengths: optional per-example stop
+            sequences, int32 `(batch, width)` right-padded and `(batch,)`
+            (0: none): each sample stops once its generated tokens end with
+            its example's stop sequence, which is kept in `"ids"`.
 
     Returns:
         A dict: `"ids"` int32 `(batch, num_return_sequences, max_length)`
@@ -127,6 +136,8 @@ class RandomSampling(Decoder):
           (repetition penalty)
     """
 
+    supports_stop_sequences = True
+
     def __init__(
         self,
         top_k=0,
@@ -137,6 +148,7 @@ class RandomSampling(Decoder):
         min_length=0,
         no_repeat_ngram_size=0,
         repetition_penalty=1.0,
+        suppressed_token_ids=(),
     ):
         check_non_negative_int("top_k", top_k)
         if isinstance(top_p, bool) or not isinstance(top_p, (int, float)) or not 0 < top_p <= 1:
@@ -167,6 +179,8 @@ class RandomSampling(Decoder):
         self.min_length = min_length
         self.no_repeat_ngram_size = no_repeat_ngram_size
         self.repetition_penalty = float(repetition_penalty)
+        self.suppressed_token_ids = checked_token_ids("suppressed_token_ids",
+                                                      suppressed_token_ids)
         # With seed=None, a new seed for every call.
         self.seed_generator = keras.random.SeedGenerator(seed)
 
@@ -266,7 +280,7 @@ class RandomSampling(Decoder):
                 column(top_p, self.top_p, "float32"))
 
     def decode(self, step_fn, cache, prompt, end_id, max_length, max_lengths, seed=None,
-               temperature=None, top_k=None, top_p=None):
+               temperature=None, top_k=None, top_p=None, stop_sequences=None):
         copies = self.num_return_sequences
         keys = self._row_keys(seed, prompt.ids)
         settings = self._row_settings(temperature, top_k, top_p, ops.shape(prompt.ids)[0])
@@ -277,6 +291,8 @@ class RandomSampling(Decoder):
                 lengths=ops.repeat(prompt.lengths, copies, axis=0),
             )
             max_lengths = ops.repeat(max_lengths, copies, axis=0)
+            if stop_sequences is not None:
+                stop_sequences = stop_sequences.repeat(copies)
         ids, lengths, scores = decode_one_per_row(
             step_fn,
             cache,
@@ -287,6 +303,7 @@ class RandomSampling(Decoder):
             choose_tokens=lambda log_probs, index: self._choose_tokens(
                 log_probs, index, keys, settings),
             constraints=constraints_of(self),
+            stop_sequences=stop_sequences,
         )
         return sort_sequences(ids, lengths, scores, copies)
 
@@ -300,4 +317,5 @@ class RandomSampling(Decoder):
             "min_length": self.min_length,
             "no_repeat_ngram_size": self.no_repeat_ngram_size,
             "repetition_penalty": self.repetition_penalty,
+            "suppressed_token_ids": self.suppressed_token_ids,
         }

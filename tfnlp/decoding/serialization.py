@@ -51,8 +51,9 @@ def get(identifier):
     >>> from tfnlp import decoding
     >>> decoding.get("beam").get_config()["length_penalty"]
     'gnmt'
-    >>> decoding.get("greedy")
-    GreedySearch(min_length=0, no_repeat_ngram_size=0, repetition_penalty=1.0)
+    >>> decoding.get("greedy")  # doctest: +NORMALIZE_WHITESPACE
+    GreedySearch(min_length=0, no_repeat_ngram_size=0, repetition_penalty=1.0,
+                 suppressed_token_ids=())
     >>> config = decoding.serialize(decoding.BeamSearch(beam_size=8))
     >>> decoding.get(config).beam_size
     8

@@ -4,6 +4,7 @@ from keras import ops
 
 from tfnlp.decoding.constraints import next_token_log_probs
 from tfnlp.decoding.contract import match_cache
+from tfnlp.decoding.stop_sequences import ends_with_stop_sequence
 
 
 def start_sequences(prompt_ids, max_length):
@@ -58,8 +59,10 @@ def decode_one_per_row(
     max_lengths,
     choose_tokens,
     constraints,
+    stop_sequences=None,
 ):
-    """Extends one hypothesis per row until `end_id` or its maximum length.
+    """Extends one hypothesis per row until `end_id`, its stop sequence or
+    its maximum length.
 
     Args:
         step_fn, cache, end_id, max_length, max_lengths: as in the decoder
@@ -68,7 +71,11 @@ def decode_one_per_row(
         choose_tokens: `choose_tokens(log_probs, index) -> int32 (rows,)`,
             picks the next token from the constrained log-probabilities.
         constraints: a dict of `next_token_log_probs`' `min_length`,
-            `no_repeat_ngram_size` and `repetition_penalty`.
+            `no_repeat_ngram_size`, `repetition_penalty` and
+            `suppressed_token_ids`.
+        stop_sequences: optional `tfnlp.decoding.contract.StopSequences`,
+            one per row: a row finishes once its generated tokens end with
+            its stop sequence.
 
     Returns:
         `(ids, lengths, scores)`: int32 `(rows, max_length)`, the generated
@@ -105,6 +112,9 @@ def decode_one_per_row(
         lengths = lengths + ops.cast(generating, "int32")
         scores = scores + ops.where(generating, token_log_probs, 0.0)
         ends = ops.logical_or(tokens == end_id, num_generated + 1 >= max_lengths)
+        if stop_sequences is not None:
+            ends = ops.logical_or(ends, ends_with_stop_sequence(
+                sequences, index + 1, stop_sequences, num_generated + 1))
         finished = ops.logical_or(finished, ops.logical_and(generating, ends))
         return index + 1, sequences, new_cache, lengths, scores, finished
 
