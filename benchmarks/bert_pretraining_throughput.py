@@ -40,6 +40,7 @@ import keras
 import keras_hub
 import numpy as np
 
+from benchmarks.matmul_rate import matmul_flops_per_second
 from benchmarks.reporting import FIGURES_KEY, figure, write_report
 from tfnlp.models import BertConfig, BertEncoder, BertPretrainingModel
 
@@ -132,30 +133,6 @@ def training_flops(config, batch_size, sequence_length, predictions, last_layer_
     head = 2 * predictions * hidden * (hidden + config.vocab_size)
     pooler = 2 * hidden * hidden + 2 * hidden * 2
     return 3 * batch_size * (encoder + head + pooler)
-
-
-def matmul_flops_per_second(dtype, size=2048, repeats=10):
-    """The best rate of a jit-compiled size x size matmul in this backend."""
-    a = keras.ops.convert_to_tensor(np.random.rand(size, size), dtype=dtype)
-    b = keras.ops.convert_to_tensor(np.random.rand(size, size), dtype=dtype)
-    backend = keras.backend.backend()
-    if backend == "jax":
-        import jax
-
-        matmul = jax.jit(lambda x, y: x @ y)
-        finish = lambda result: result.block_until_ready()  # noqa: E731
-    else:
-        import tensorflow as tf
-
-        matmul = tf.function(lambda x, y: tf.matmul(x, y), jit_compile=True)
-        finish = lambda result: result.numpy()  # noqa: E731
-    finish(matmul(a, b))
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        finish(matmul(a, b))
-        best = min(best, time.perf_counter() - start)
-    return 2 * size**3 / best
 
 
 def figures(config, results):

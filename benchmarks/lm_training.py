@@ -11,15 +11,19 @@ the same random batch of token windows with `compile(...)` +
 position), alternating one step of each so that machine noise hits both
 alike. It reports the median step time as tokens/s in two settings:
 
-- "XLA": float32, `jit_compile=True` (the issue's comparison; goal: at
-  least 1.25x keras-hub's tokens/s);
+- "XLA": float32, `jit_compile=True` (goal: at least 1.25x keras-hub's
+  tokens/s), with each model's FLOPs utilisation (MFU: the training
+  FLOPs of a step, which are the same for both, over the step time and
+  over a float32 XLA matmul rate measured in the same run). MFU shows
+  the room there is: both models perform the same matmuls, so a ratio
+  of r needs r times keras-hub's MFU;
 - "bfloat16 graph": the `mixed_bfloat16` policy without XLA, the setting
   `trainer.lm` trains fastest with on a CPU with bfloat16 instructions.
 
 Backend-agnostic (Keras 3 + `keras.ops`): with `KERAS_BACKEND=jax` on a
 GPU machine, "graph" means JAX's jit. Prints a table and writes JSON
 (`--output`, default benchmarks/results/lm_training.json) whose "figures"
-are tfnlp's tokens/s against keras-hub's in each setting.
+are tfnlp's tokens/s and MFU against keras-hub's.
 """
 
 import argparse
@@ -31,6 +35,7 @@ import keras
 import keras_hub
 import numpy as np
 
+from benchmarks.matmul_rate import matmul_flops_per_second
 from benchmarks.reporting import FIGURES_KEY, figure, write_report
 from tfnlp.models import GPTCausalLM
 
@@ -44,6 +49,20 @@ def sizes(flags):
                 num_heads=flags.num_heads, hidden_dim=flags.hidden_dim,
                 intermediate_dim=4 * flags.hidden_dim,
                 max_sequence_length=flags.sequence_length)
+
+
+def training_flops(flags):
+    """3x the forward matmul FLOPs of one step (multiply-adds count 2): per
+    layer the Q, K, V and output projections, the attention scores and
+    weighted values over all positions (causal masking computes them all),
+    the feed-forward network; then the tied output projection. Both models
+    perform exactly these."""
+    hidden, length = flags.hidden_dim, flags.sequence_length
+    layer = (2 * length * hidden * 4 * hidden
+             + 2 * 2 * length * length * hidden
+             + 2 * 2 * length * hidden * 4 * hidden)
+    head = 2 * length * hidden * flags.vocabulary_size
+    return 3 * flags.batch_size * (flags.num_layers * layer + head)
 
 
 def tfnlp_model(flags):
@@ -88,13 +107,19 @@ def measure(flags, policy, jit_compile, windows):
 
 
 def figures(results):
-    return [
-        figure(f"training tokens/s, {setting}", rows["tfnlp"]["tokens_per_second"], "tokens/s",
-               reference=KERAS_HUB_MODEL,
-               reference_value=rows["keras_hub"]["tokens_per_second"],
-               goal=SPEED_GOAL if setting == "XLA" else None)
-        for setting, rows in results.items()
-    ]
+    rows = []
+    for setting, models in results.items():
+        ours, reference = models["tfnlp"], models["keras_hub"]
+        rows.append(figure(f"training tokens/s, {setting}", ours["tokens_per_second"],
+                           "tokens/s", reference=KERAS_HUB_MODEL,
+                           reference_value=reference["tokens_per_second"],
+                           goal=SPEED_GOAL if setting == "XLA" else None))
+        if "model_flops_utilisation" in ours:
+            rows.append(figure(f"model FLOPs utilisation, {setting}",
+                               100 * ours["model_flops_utilisation"], "%",
+                               reference=KERAS_HUB_MODEL,
+                               reference_value=100 * reference["model_flops_utilisation"]))
+    return rows
 
 
 def main(argv=None):
@@ -125,14 +150,25 @@ def main(argv=None):
     print(header)
     print("-" * len(header))
     results = {}
+    flops = training_flops(flags)
+    # The float32 XLA rate; MFU is reported for the XLA setting only, the
+    # bfloat16 graph's matmuls run at another rate.
+    matmul_rate = matmul_flops_per_second("float32")
+    print(f"training FLOPs per step {flops / 1e9:.1f} G; float32 XLA matmul rate "
+          f"{matmul_rate / 1e9:.1f} GFLOP/s")
     for setting, (policy, jit_compile) in SETTINGS.items():
         results[setting] = {}
         for name, (parameters, times) in measure(flags, policy, jit_compile, windows).items():
             seconds = float(np.median(times))
             results[setting][name] = {"parameters": parameters, "median_step_seconds": seconds,
                                       "step_seconds": times, "tokens_per_second": tokens / seconds}
+            mfu = ""
+            if setting == "XLA":
+                utilisation = flops / seconds / matmul_rate
+                results[setting][name]["model_flops_utilisation"] = utilisation
+                mfu = f"  MFU {100 * utilisation:.1f} %"
             print(f"{setting:<16} {name:<10} {parameters:>11,d} {seconds:>14.4f} "
-                  f"{tokens / seconds:>10.0f}")
+                  f"{tokens / seconds:>10.0f}{mfu}")
     for setting, rows in results.items():
         ratio = rows["tfnlp"]["tokens_per_second"] / rows["keras_hub"]["tokens_per_second"]
         goal = f" (goal >= {SPEED_GOAL}x)" if setting == "XLA" else ""
@@ -140,6 +176,8 @@ def main(argv=None):
     report = {
         "parameters": vars(flags),
         "backend": keras.backend.backend(),
+        "training_flops_per_step": flops,
+        "matmul_flops_per_second": matmul_rate,
         "results": results,
         FIGURES_KEY: figures(results),
         "machine": {"python": platform.python_version(), "platform": platform.platform(),
