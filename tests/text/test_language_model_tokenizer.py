@@ -62,6 +62,19 @@ def test_the_special_ids_are_the_descriptor_ones(tokenizer, spec, kind):
         tokenizer.end_of_document_id)
 
 
+def test_the_non_text_ids_are_the_special_ids_but_the_end_of_document(tokenizer, kind):
+    # <pad> and <unk>; SentencePiece's <pad>, <unk> and <s>; WordPiece's
+    # [PAD], [UNK], [CLS] and [MASK] ([SEP] ends documents).
+    expected = {"character": (0, 1), "sentencepiece": (0, 1, 2), "wordpiece": (0, 1, 2, 4)}
+    assert tokenizer.non_text_ids == expected[kind]
+    assert tokenizer.end_of_document_id not in tokenizer.non_text_ids
+    # Each detokenizes to nothing, a replacement mark or its own name.
+    texts = tokenizer.detokenize(tf.constant([[index] for index in tokenizer.non_text_ids]))
+    assert [text.decode() for text in texts.numpy()] == {
+        "character": ["", "\ufffd"], "sentencepiece": ["", " \u2047 ", ""],
+        "wordpiece": ["", "[UNK]", "[CLS]", "[MASK]"]}[kind]
+
+
 def test_detokenize_ends_each_sequence_at_its_end_of_document(tokenizer, kind):
     ids = tokenizer.tokenize(tf.constant(["Speak, speak.", "you are all"]),
                              add_end_of_document=True)

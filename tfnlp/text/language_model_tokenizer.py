@@ -19,6 +19,7 @@ from tfnlp.text.character_tokenizer import CharacterTokenizer
 from tfnlp.text.id_rows import append_to_rows, detokenize_any_rank, ids_before_end
 from tfnlp.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from tfnlp.text.tokenizer_descriptor import TokenizerDescriptor
+from tfnlp.text.vocabulary import SPECIAL_TOKENS
 
 
 def read_descriptor(data_dir):
@@ -95,6 +96,8 @@ class LanguageModelTokenizer(keras.layers.Layer):
             model resource through it).
         vocabulary_size, end_of_document_id, unknown_id, pad_id: from the
             descriptor (`pad_id` may be None).
+        non_text_ids: the special ids that stand for no text (see the
+            property).
 
     Call arguments:
         inputs: a string tensor of any shape; `tokenize(inputs,
@@ -142,6 +145,34 @@ class LanguageModelTokenizer(keras.layers.Layer):
     @property
     def pad_id(self):
         return self.descriptor.pad_id
+
+    @property
+    def non_text_ids(self):
+        """The special ids that stand for no text, sorted: a generator
+        should never produce them (`suppressed_token_ids` of
+        `tfnlp.decoding`).
+
+        The padding and unknown ids of every kind (`<pad>` and `<unk>`,
+        which `detokenize` leaves out or writes as U+FFFD), SentencePiece's
+        begin-of-sequence id `<s>`, and WordPiece's `[PAD]`, `[UNK]`,
+        `[CLS]` and `[MASK]`. The end-of-document id is not among them: it
+        ends a generated sequence.
+
+        Example:
+
+            tokenizer = load_language_model_tokenizer("data/shakespeare")
+            tokenizer.non_text_ids   # (0, 1): <pad> and <unk>
+        """
+        ids = {self.pad_id, self.unknown_id}
+        if self.kind == "sentencepiece":
+            ids.add(self.tokenizer.bos_id)
+        elif self.kind == "wordpiece":
+            # A token listed twice has its later id, as in the tokenizer.
+            positions = {token: index for index, token in enumerate(self.tokenizer.vocabulary)}
+            ids.update(positions[token] for token in SPECIAL_TOKENS if token in positions)
+        return tuple(sorted(index for index in ids
+                            if index is not None and index >= 0
+                            and index != self.end_of_document_id))
 
     def tokenize(self, strings, add_end_of_document=False):
         """The ids of `strings`, as the job's records hold them.
