@@ -68,3 +68,35 @@ def saved_op_types(directory):
             function_names.add(function.signature.name)
             op_types |= {node.op for node in function.node_def}
     return op_types - function_names
+
+
+
+def constant_language_model(tokenizer, favoured, max_sequence_length):
+    """A tiny `GPTCausalLM` of `tokenizer`'s vocabulary whose next-token
+    logits are the same after any tokens: those of `favoured` (`{id or
+    character: logit}`), -30 for the end-of-document id, 0 for the others.
+    Its final layer norm outputs the first unit vector, and the first
+    column of its tied token embedding holds the logits."""
+    import numpy as np
+    import tensorflow as tf
+
+    from tfnlp.models import GPTCausalLM
+
+    logits = np.zeros(tokenizer.vocabulary_size, "float32")
+    logits[tokenizer.end_of_document_id] = -30.0
+    for token, logit in favoured.items():
+        if isinstance(token, str):
+            token = tokenizer.tokenize(tf.constant([token])).numpy()[0][0]
+        logits[token] = logit
+    model = GPTCausalLM.from_preset("tiny", vocabulary_size=len(logits),
+                                    max_sequence_length=max_sequence_length)
+    model(np.zeros((1, 2), "int32"))
+    backbone = model.backbone
+    unit = np.zeros(backbone.hidden_dim, "float32")
+    unit[0] = 1.0
+    backbone.layer_norm.gamma.assign(np.zeros_like(unit))
+    backbone.layer_norm.beta.assign(unit)
+    embeddings = backbone.token_embedding.embeddings.numpy()
+    embeddings[:, 0] = logits
+    backbone.token_embedding.embeddings.assign(embeddings)
+    return model

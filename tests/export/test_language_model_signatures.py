@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import REPOSITORY
-from tests.export.helpers import run_in_new_process
+from tests.export.helpers import constant_language_model, run_in_new_process
 from tfnlp.export.input_rules import INPUT_RULES_FILE
 from tfnlp.export.language_model_signatures import LanguageModelSignatures, cut_at_stop
 from tfnlp.export.saved_model import write_next_version
@@ -111,6 +111,81 @@ def test_a_completion_is_cut_before_its_stop_string():
     assert cut.numpy().tolist() == [b"one", b"no stop here", b""]
 
 
+@pytest.fixture(scope="module")
+def repeats_a(tokenizer):
+    """A model for which <unk> and <pad> are the likeliest next tokens,
+    then "a", by far: a generator that suppresses the first two writes
+    "aaa..." whatever the sampling options."""
+    favoured = {tokenizer.unknown_id: 50.0, tokenizer.pad_id: 45.0, "a": 40.0}
+    return constant_language_model(tokenizer, favoured, CONTEXT)
+
+
+def test_the_tokenizer_s_non_text_ids_are_never_generated(repeats_a, tokenizer):
+    signatures = LanguageModelSignatures(repeats_a, tokenizer, max_new_tokens=MAX_NEW_TOKENS)
+    assert signatures.decoder.suppressed_token_ids == tokenizer.non_text_ids == (0, 1)
+    outputs = signatures.generate_with_options(tf.constant(["ROMEO:", ""]), **options(2))
+    assert [text.decode() for text in outputs["completions"].numpy()] == [
+        "a" * MAX_NEW_TOKENS] * 2
+    assert outputs["new_tokens"].numpy().tolist() == [MAX_NEW_TOKENS] * 2
+    # Without suppression: <unk> every time, a U+FFFD each.
+    unsuppressed = LanguageModelSignatures(repeats_a, tokenizer, max_new_tokens=MAX_NEW_TOKENS,
+                                           suppressed_token_ids=())
+    assert unsuppressed.complete(["ROMEO:"]) == ["\ufffd" * MAX_NEW_TOKENS]
+
+
+def test_a_stop_string_ends_generation_right_after_it_and_cuts_the_completion(
+        repeats_a, tokenizer):
+    signatures = LanguageModelSignatures(repeats_a, tokenizer, max_new_tokens=MAX_NEW_TOKENS,
+                                         max_stop_tokens=3)
+    # "a" then "a" ends with "aa" after one new token, but the first "a"
+    # is the prompt's: the completion is "aa", cut to "". "aaaa" has more
+    # than 3 ids and "a€" an unknown character: they only cut the
+    # completion. "b" is never generated.
+    prompts = ["a", "b", "b", "b", "b", "b", "b"]
+    stops = ["aa", "aa", "aaa", "aaaa", "a\u20ac", "b", ""]
+    outputs = signatures.generate_with_options(tf.constant(prompts),
+                                               **options(7, stop=stops))
+    assert outputs["new_tokens"].numpy().tolist() == [2, 2, 3] + [MAX_NEW_TOKENS] * 4
+    completions = [text.decode() for text in outputs["completions"].numpy()]
+    assert completions == ["", "", "", ""] + ["a" * MAX_NEW_TOKENS] * 3
+
+
+def test_stop_strings_become_the_ids_that_end_generation(signatures, tokenizer):
+    newline = tokenizer.tokenize(tf.constant(["\n"])).numpy()[0][0]
+    stops = ["\n\n", "", "\u20ac", "a" * 17, "a" * 16]
+    ids, lengths = signatures.stop_sequences(tf.constant(stops))
+    assert ids.shape == (5, 16)
+    assert lengths.numpy().tolist() == [2, 0, 0, 0, 16]
+    assert ids.numpy()[0, :2].tolist() == [newline, newline]
+
+
+@pytest.mark.parametrize("kind", ["sentencepiece", "wordpiece"])
+def test_subword_stop_strings_end_generation_only_with_ids_that_give_them_back(
+        kind, tmp_path):
+    from tests.text.language_model_tokenizers import SPECS, data_directory
+
+    tokenizer = load_language_model_tokenizer(str(data_directory(tmp_path, SPECS[kind]())))
+    model = GPTCausalLM.from_preset("tiny", vocabulary_size=tokenizer.vocabulary_size,
+                                    max_sequence_length=CONTEXT)
+    signatures = LanguageModelSignatures(model, tokenizer, max_new_tokens=MAX_NEW_TOKENS)
+    stops = ["speak", "\n\n", "Speak", " speak"]
+    ids, lengths = signatures.stop_sequences(tf.constant(stops))
+    stop_ids = [row[:length] for row, length in zip(ids.numpy().tolist(),
+                                                     lengths.numpy().tolist())]
+    if kind == "sentencepiece":
+        pieces = [tokenizer.tokenizer.id_to_piece(row).numpy().tolist() if row else []
+                  for row in stop_ids]
+        # "\n\n" without the "▁" that SentencePiece puts before a text's
+        # first word; " speak" would come back as "speak".
+        assert pieces == [["\u2581speak".encode()], [b"<0x0A>", b"<0x0A>"],
+                          [b"\xe2\x96\x81S", b"peak"], []]
+    else:
+        # Without line breaks, lower-cased, stripped: only "speak" comes back.
+        vocabulary = tokenizer.tokenizer.vocabulary
+        assert [[vocabulary[index] for index in row] for row in stop_ids] == [
+            ["speak"], [], [], []]
+
+
 def test_score_is_the_log_likelihood_of_each_token_after_those_before_it(
         signatures, model, tokenizer):
     texts = ["To be, or not", "ay"]
@@ -139,10 +214,10 @@ def test_the_export_records_its_optional_inputs_and_their_ranges(export_dir):
 def test_the_export_loads_with_tensorflow_alone_and_samples_as_in_process(
         signatures, export_dir, tmp_path):
     expected = signatures.generate_with_options(
-        tf.constant(["ROMEO:", "A"]), **options(2, seed=[5, 6]))
+        tf.constant(["ROMEO:", "A"]), **options(2, seed=[5, 6], stop=["e", ""]))
     with_options = {name: [tensor.dtype.name, tensor.numpy().tolist()]
                     for name, tensor in options(2, seed=[5, 6]).items()}
-    with_options["stop"][1] = [""] * 2
+    with_options["stop"][1] = ["e", ""]
     calls = [
         {"export_dir": str(export_dir), "signature": "generate_with_options",
          "inputs": {"prompts": ["string", ["ROMEO:", "A"]], **with_options}},
@@ -162,6 +237,12 @@ def test_the_export_loads_with_tensorflow_alone_and_samples_as_in_process(
 def test_max_new_tokens_must_leave_room_for_the_prompt(model, tokenizer):
     with pytest.raises(ValueError, match="below the model's max_sequence_length=32"):
         LanguageModelSignatures(model, tokenizer, max_new_tokens=CONTEXT)
+
+
+def test_a_stop_string_needs_room_for_an_id(model, tokenizer):
+    with pytest.raises(ValueError, match="max_stop_tokens=0 must be at least 1"):
+        LanguageModelSignatures(model, tokenizer, max_new_tokens=MAX_NEW_TOKENS,
+                                max_stop_tokens=0)
 
 
 def test_the_model_and_the_tokenizer_must_share_the_vocabulary(tokenizer):

@@ -3,21 +3,40 @@ text scored.
 
 | signature | inputs | outputs |
 |---|---|---|
-| `serving_default`, `generate` | `prompts`: string `[batch]` | `completions`: string `[batch]`; `new_tokens`: int32 `[batch]` |
-| `generate_with_options` | `prompts`; per example: `temperature` float32, `top_k` int32, `top_p` float32, `max_new_tokens` int32, `seed` int64 (< 0: a random one), `stop` string ("" for none) | as `generate` |
+| `serving_default`, `generate` | `prompts`: string `[batch]` | `completions`: string `[batch]`; `new_tokens`: int32 `[batch]` (the stop string's tokens included) |
+| `generate_with_options` | `prompts`; per example: `temperature` float32, `top_k` int32, `top_p` float32, `max_new_tokens` int32, `seed` int64 (< 0: a random one), `stop` string ("" for none; generation ends once it is generated, and the completion is cut before its first occurrence) | as `generate` |
 | `score` | `texts`: string `[batch]` | `log_likelihood`: float32 `[batch]` (natural log); `token_count`: int32 `[batch]` |
 
 A prompt is tokenized in the graph, after the end-of-document id that
 begins every document of the training data, and its last
 `max_prompt_tokens` ids are kept. The continuation is sampled
 (`tfnlp.decoding.RandomSampling`, with the key/value cache) until the
-end-of-document id or `max_new_tokens`, detokenized, and cut before the
-first occurrence of `stop`. `generate` uses the defaults recorded at
-export (`defaults`); `generate_with_options` takes every option per
-example, and `python -m tfnlp.serve` fills the ones a request leaves out
-with those defaults and refuses values out of range (400), as the export
-records them (`tfnlp.export.input_rules`). A `seed` of 0 or more
-reproduces a sample, alone or in any batch.
+end-of-document id, the stop string or `max_new_tokens`, never with the
+tokenizer's ids that stand for no text (`non_text_ids`: padding, unknown,
+begin-of-sequence), detokenized, and cut before the first occurrence of
+`stop`.
+
+The stop string also ends generation early, through its ids: it is
+tokenized alone (less a first id that stands for no text, such as
+SentencePiece's word-start "▁" before text that starts without a word),
+and a row stops as soon as its generated ids end with them
+(`stop_sequence_ids` of `tfnlp.decoding`). With the character tokenizer
+this is exact: generation stops right after the stop string's first
+occurrence. With SentencePiece or WordPiece the model may generate the
+stop string under another segmentation than its own (one piece across
+the stop string and the text around it, a word-start piece where the
+stop string has none, or the reverse): generation then goes on, and the
+completion is still cut at the first occurrence. A stop string whose ids
+do not detokenize back to it (characters the vocabulary lacks,
+WordPiece's lower-casing and spacing) or that has more than
+`max_stop_tokens` ids only cuts the completion.
+
+`generate` uses the defaults recorded at export (`defaults`);
+`generate_with_options` takes every option per example, and
+`python -m tfnlp.serve` fills the ones a request leaves out with those
+defaults and refuses values out of range (400), as the export records
+them (`tfnlp.export.input_rules`). A `seed` of 0 or more reproduces a
+sample, alone or in any batch.
 
 `score` gives each text's total log-probability under the model, every
 token predicted from those before it (the first from the end-of-document
@@ -51,12 +70,18 @@ class LanguageModelSignatures(tf.Module):
         defaults: the options `generate` uses and `generate_with_options`
             falls back to (`DEFAULTS`' keys; missing ones take `DEFAULTS`).
         repetition_penalty: the decoder's repetition penalty (1.0: none).
+        max_stop_tokens: the most ids of a stop string that ends generation
+            early (the static width of the stop sequences); longer ones
+            only cut the completion.
+        suppressed_token_ids: the ids never generated; None for the
+            tokenizer's `non_text_ids`.
 
     Example:
 
         signatures = LanguageModelSignatures(model, tokenizer, max_new_tokens=128,
                                              defaults={"temperature": 0.8, "top_p": 0.9})
         signatures.complete(["ROMEO:"], seed=1)          # ['\\nWhat ...']
+        signatures.complete(["ROMEO:"], seed=1, stop="\\n")  # ['']
         write_next_version(export_dir, signatures.signatures(),
                            {"tokenizer": tokenizer}, signatures.extra_files())
 
@@ -68,7 +93,7 @@ class LanguageModelSignatures(tf.Module):
     """
 
     def __init__(self, model, tokenizer, max_new_tokens=256, defaults=None,
-                 repetition_penalty=1.0):
+                 repetition_penalty=1.0, max_stop_tokens=16, suppressed_token_ids=None):
         super().__init__()
         if not 1 <= max_new_tokens < model.max_sequence_length:
             raise ValueError(
@@ -89,7 +114,16 @@ class LanguageModelSignatures(tf.Module):
         self.defaults = {**DEFAULTS, **(defaults or {})}
         self.defaults["max_new_tokens"] = min(int(self.defaults["max_new_tokens"]),
                                               self.max_new_tokens)
-        self.decoder = RandomSampling(repetition_penalty=repetition_penalty)
+        if max_stop_tokens < 1:
+            raise ValueError(
+                f"max_stop_tokens={max_stop_tokens} must be at least 1: it is the most ids "
+                "of a stop string that ends generation early."
+            )
+        self.max_stop_tokens = int(max_stop_tokens)
+        if suppressed_token_ids is None:
+            suppressed_token_ids = tokenizer.non_text_ids
+        self.decoder = RandomSampling(repetition_penalty=repetition_penalty,
+                                      suppressed_token_ids=suppressed_token_ids)
 
     # === Generation ===
 
@@ -110,9 +144,34 @@ class LanguageModelSignatures(tf.Module):
         inside = tf.range(self.max_prompt_tokens)[None, :] < lengths[:, None]
         return tf.where(inside, kept, tf.zeros_like(kept)), lengths
 
-    def generate_ids(self, prompts, temperature, top_k, top_p, max_new_tokens, seed):
-        """`(ids, lengths)` of the continuations, per-example options."""
+    def stop_sequences(self, stops):
+        """`(ids, lengths)`: the ids of each stop string, right-padded to
+        `max_stop_tokens`, and their number, 0 where they cannot end
+        generation (an empty stop string, one of more than
+        `max_stop_tokens` ids, or one whose ids do not detokenize back to
+        it). A first id that detokenizes to nothing (SentencePiece's "▁"
+        before a stop string that starts without a word) is left out: the
+        generated text need not have a space there."""
+        ids = self.tokenizer.tokenize(stops)
+        first_is_empty = tf.equal(self.tokenizer.detokenize(ids[:, :1]), "")
+        positions = tf.ragged.range(ids.row_lengths())
+        ids = tf.ragged.boolean_mask(ids, tf.logical_not(
+            tf.logical_and(tf.equal(positions, 0), first_is_empty[:, None])))
+        lengths = tf.cast(ids.row_lengths(), tf.int32)
+        exact = tf.equal(self.tokenizer.detokenize(ids), stops)
+        usable = tf.logical_and(exact, lengths <= self.max_stop_tokens)
+        padded = ids.to_tensor(default_value=0, shape=[None, self.max_stop_tokens])
+        return padded, tf.where(usable, lengths, 0)
+
+    def generate_ids(self, prompts, temperature, top_k, top_p, max_new_tokens, seed,
+                     stop=None):
+        """`(ids, lengths)` of the continuations, per-example options (a
+        `stop` string tensor ends each row at its stop string's ids)."""
         prompt_ids, prompt_lengths = self.prompt_ids(prompts)
+        stops = {}
+        if stop is not None:
+            stop_ids, stop_lengths = self.stop_sequences(stop)
+            stops = {"stop_sequence_ids": stop_ids, "stop_sequence_lengths": stop_lengths}
         max_new_tokens = tf.clip_by_value(tf.cast(max_new_tokens, tf.int32), 1,
                                           self.max_new_tokens)
         result = self.model.generate(
@@ -122,6 +181,7 @@ class LanguageModelSignatures(tf.Module):
             temperature=tf.maximum(tf.cast(temperature, tf.float32), 1e-6),
             top_k=tf.maximum(tf.cast(top_k, tf.int32), 0),
             top_p=tf.clip_by_value(tf.cast(top_p, tf.float32), 1e-6, 1.0),
+            **stops,
         )
         return result["ids"][:, 0, :], result["lengths"][:, 0]
 
@@ -129,7 +189,7 @@ class LanguageModelSignatures(tf.Module):
                               stop):
         """`{"completions", "new_tokens"}` with every option per example."""
         ids, lengths = self.generate_ids(prompts, temperature, top_k, top_p, max_new_tokens,
-                                         seed)
+                                         seed, stop)
         text = self.tokenizer.detokenize(ids)
         return {"completions": cut_at_stop(text, stop), "new_tokens": tf.cast(lengths, tf.int32)}
 
