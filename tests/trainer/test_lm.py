@@ -100,6 +100,34 @@ def test_tensorboard_has_the_figures_and_the_sampled_text(run_dir):
     assert step == STEPS and "ROMEO:" in text and "continuation" in text
 
 
+def test_the_sampled_text_never_has_the_tokenizer_s_non_text_ids(data_dir):
+    from tests.export.helpers import constant_language_model
+    from tfnlp.text import load_language_model_tokenizer
+    from trainer.language_models import language_model_signatures, serving_record
+    from trainer.lm import SampleWriter
+
+    # <unk> and <pad> are far likelier than "a" after any text.
+    tokenizer = load_language_model_tokenizer(str(data_dir))
+    model = constant_language_model(
+        tokenizer, {tokenizer.unknown_id: 50.0, tokenizer.pad_id: 45.0, "a": 40.0}, 32)
+    samples = SampleWriter(language_model_signatures(model, tokenizer, serving_record(
+        str(data_dir), 32, 32)), ["ROMEO:"], 8, temperature=0.8, top_p=0.9, seed=1)
+
+    class Writers:
+        eval = "eval"
+        logged = []
+
+        def text(self, writer, values, step):
+            self.logged.append((writer, values, step))
+
+    writers = Writers()
+    samples(writers, 7)
+    [(writer, values, step)] = writers.logged
+    assert (writer, step) == ("eval", 7)
+    assert "ROMEO:" in values["samples"] and "a" * 8 in values["samples"]
+    assert "\ufffd" not in values["samples"]
+
+
 def test_a_resumed_run_goes_on_from_its_last_checkpoint(data_dir, run_dir, tmp_path):
     model_dir, _ = run_dir
     copy = tmp_path / "run"
