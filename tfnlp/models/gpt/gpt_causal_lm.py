@@ -181,8 +181,9 @@ class GPTCausalLM(GenerativeModel):
         prompt) is prefilled in one forward pass; the decoder then feeds
         each row the rest of its prompt and generates after it, so that
         prompts of different lengths decode side by side as each would
-        alone. Generation stops at `end_token_id` or after
-        `max_new_tokens`.
+        alone. Generation stops at `end_token_id`, after
+        `max_new_tokens`, or (greedy search and sampling) once a row's
+        generated tokens end with its stop sequence.
 
         Args:
             prompt_ids: int `(batch, prompt_length)`, right-padded.
@@ -196,7 +197,9 @@ class GPTCausalLM(GenerativeModel):
                 `prompt_length + max_new_tokens - 1` positions must fit
                 `max_sequence_length`.
             **decoder_arguments: the decoder's other call arguments
-                (`max_lengths`, a sampler's `seed`, `temperature`, ...).
+                (`max_lengths`, `stop_sequence_ids` and
+                `stop_sequence_lengths`, a sampler's `seed`,
+                `temperature`, ...).
 
         Returns:
             The decoder's result dict: `ids` `(batch, num_sequences,
