@@ -32,8 +32,18 @@ def check_constraints(min_length, no_repeat_ngram_size, repetition_penalty):
 
 
 def checked_token_ids(name, token_ids):
-    """`token_ids` (any iterable of ints >= 0) as a tuple of Python ints,
-    or a `ValueError` naming `name`."""
+    """`token_ids` as a tuple of Python ints, or a `ValueError` naming `name`.
+
+    Args:
+        name: the argument's name, for the message.
+        token_ids: an iterable of ints >= 0 (Python or NumPy).
+
+    Example:
+
+    >>> import numpy as np
+    >>> checked_token_ids("suppressed_token_ids", np.array([0, 1]))
+    (0, 1)
+    """
     if isinstance(token_ids, (str, bytes)) or not hasattr(token_ids, "__iter__"):
         raise ValueError(
             f"`{name}` must be a list of token ids (ints >= 0); received {token_ids!r}."

@@ -360,6 +360,12 @@ def make_stop_sequences(stop_sequence_ids, stop_sequence_lengths, batch_size):
 
     Returns:
         A `StopSequences`.
+
+    Example:
+
+    >>> stops = make_stop_sequences([[4, 2], [7, 0]], [2, 1], batch_size=2)
+    >>> ops.convert_to_numpy(stops.lengths).tolist()
+    [2, 1]
     """
     ids, lengths = padded_rows(
         "stop_sequence", stop_sequence_ids, stop_sequence_lengths, "width")

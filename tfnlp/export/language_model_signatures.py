@@ -145,13 +145,27 @@ class LanguageModelSignatures(tf.Module):
         return tf.where(inside, kept, tf.zeros_like(kept)), lengths
 
     def stop_sequences(self, stops):
-        """`(ids, lengths)`: the ids of each stop string, right-padded to
-        `max_stop_tokens`, and their number, 0 where they cannot end
-        generation (an empty stop string, one of more than
-        `max_stop_tokens` ids, or one whose ids do not detokenize back to
-        it). A first id that detokenizes to nothing (SentencePiece's "▁"
-        before a stop string that starts without a word) is left out: the
-        generated text need not have a space there."""
+        """The decoder's stop sequences of the stop strings.
+
+        A first id that detokenizes to nothing (SentencePiece's "▁" before
+        a stop string that starts without a word) is left out: the
+        generated text need not have a space there.
+
+        Args:
+            stops: string `[batch]`, "" for none.
+
+        Returns:
+            `(ids, lengths)`: int32 `[batch, max_stop_tokens]`, the ids of
+            each stop string, right-padded, and int32 `[batch]`, their
+            number, 0 where they cannot end generation (an empty stop
+            string, one of more than `max_stop_tokens` ids, or one whose
+            ids do not detokenize back to it).
+
+        Example:
+
+            ids, lengths = signatures.stop_sequences(tf.constant(["\\n\\n", ""]))
+            lengths   # [2, 0] with the character tokenizer
+        """
         ids = self.tokenizer.tokenize(stops)
         first_is_empty = tf.equal(self.tokenizer.detokenize(ids[:, :1]), "")
         positions = tf.ragged.range(ids.row_lengths())
