@@ -7,3 +7,12 @@ from tfnlp.losses.pretraining_losses import (
     pretraining_loss,
 )
 from tfnlp.losses.translation_losses import label_smoothed_cross_entropy
+from tfnlp.losses.distillation_losses import (
+    LABEL,
+    TEACHER_LOGITS,
+    DistillationLoss,
+    LogitMeanSquaredError,
+    distillation_loss,
+    logit_mean_squared_error,
+    soft_target_loss,
+)
