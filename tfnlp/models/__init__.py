@@ -33,3 +33,4 @@ from tfnlp.models.generative_model import GenerativeModel
 from tfnlp.models.gpt import GPT_PRESETS, GPTBackbone, GPTCausalLM, GPTSequenceClassifier
 from tfnlp.models.preset_model import PresetModel
 from tfnlp.models.seq2seq import RNNSeq2Seq, TransformerSeq2Seq, decoder_inputs
+from tfnlp.models.bilstm import BILSTM_PRESETS, BiLSTMClassifier
