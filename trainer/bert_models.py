@@ -33,7 +33,7 @@ from tfnlp.models import (
 )
 from tfnlp.models.bert import huggingface
 from trainer import run_files
-from trainer.checkpoints import find_checkpoint
+from trainer.checkpoints import best_checkpoint, find_checkpoint
 
 LOGGER = logging.getLogger(__name__)
 
@@ -172,7 +172,8 @@ def load_run_model(model_dir, checkpoint=""):
 
     Rebuilt from the run's `config.json` and `serving.json` (model kind,
     labels, dropout), with the weights of `checkpoint` (a prefix; default
-    the run's latest).
+    the run's best checkpoint, `trainer.checkpoints.BestCheckpoint`, else
+    its latest).
     """
     config_path = os.path.join(model_dir, run_files.CONFIG_FILE)
     if not tf.io.gfile.exists(config_path):
@@ -189,8 +190,8 @@ def load_run_model(model_dir, checkpoint=""):
         )
     model = build_model(kind, BertEncoder(BertConfig.from_json(config_path)),
                         len(record.get("labels") or []), record.get("dropout", 0.1))
-    prefix = find_checkpoint(checkpoint or model_dir,
-                             "--checkpoint" if checkpoint else "--model_dir")
+    prefix = (find_checkpoint(checkpoint, "--checkpoint") if checkpoint
+              else best_checkpoint(model_dir) or find_checkpoint(model_dir, "--model_dir"))
     status = tf.train.Checkpoint(model=model).restore(prefix)
     try:
         status.assert_existing_objects_matched()

@@ -6,7 +6,8 @@ writes `EXPORT_DIR/<next version>/` with `tfnlp.export.export_saved_model`
 and prints its path. `--model_dir` is one of:
 
 - a `trainer.finetune` run: the classifier, token classifier or span
-  extractor of its latest checkpoint, with the labels, vocabulary,
+  extractor of its best checkpoint by the validation figure (else its
+  latest), with the labels, vocabulary,
   lower-casing and sequence length the run recorded in `serving.json`;
 - a `trainer.pretrain` run: the encoder and its masked-LM head (encoder and
   fill-mask signatures). Pretraining reads TFRecords, so give the
@@ -180,7 +181,8 @@ def export_parser():
     parser.add_argument("--export_dir", required=True,
                         help="The base directory; the export is its next version.")
     parser.add_argument("--checkpoint", default="",
-                        help="A checkpoint prefix of the run (default: the latest).")
+                        help="A checkpoint prefix of the run (default: the best, else "
+                             "the latest).")
     parser.add_argument("--vocab_file", default=None,
                         help="The WordPiece vocabulary (default: the one the run recorded).")
     add_boolean_flag(parser, "do_lower_case", None,

@@ -44,10 +44,14 @@ Initialization (`--init_checkpoint`):
   file) starts from random weights.
 
 Training is Keras' `compile()` + `fit()` inside `strategy.scope()` (the
-strategy of `--strategy`, as in pretraining). This is simpler than the
-custom loop of `trainer.pretrain` and good enough for fine-tuning, which is
-short and small; the price is that `--clip_norm` is Keras'
-`global_clipnorm`, which under a multi-replica strategy clips each
+strategy of `--strategy`, as in pretraining), its step compiled with XLA
+(`--jit_compile`, on by default). Examples of similar length are batched
+together and each batch is padded only to its bucket's width
+(`--bucket_boundaries`, `trainer.length_buckets`), so a step costs what
+its real tokens cost and XLA compiles one step per width. This is simpler
+than the custom loop of `trainer.pretrain` and good enough for
+fine-tuning, which is short and small; the price is that `--clip_norm` is
+Keras' `global_clipnorm`, which under a multi-replica strategy clips each
 replica's share of the gradient rather than the summed gradient (see
 `trainer.optimization`). The optimizer is
 `trainer.optimization.create_optimizer` (AdamW or LAMB, linear warmup,
@@ -56,14 +60,18 @@ LayerNorm and bias variables).
 
 Steps: one epoch is `training examples // --global_batch_size` steps; the
 run is `--epochs` epochs, or exactly `--train_steps` steps if given (the
-last epoch is then cut short). With `--eval_data`, the eval metrics are
-computed at the end of every `--eval_every_epochs`-th epoch.
+last epoch is then cut short), or less with `--stop_time_hours`. With
+`--eval_data`, the eval metrics are computed every `--eval_every_steps`
+steps, or else at the end of every `--eval_every_epochs`-th epoch; the
+checkpoint with the best validation figure (accuracy, token accuracy, or
+the span loss) is kept, and the final evaluation and the export use it.
 
 Writes into `--model_dir`:
 
 - `config.json` (the encoder's `BertConfig`) and `labels.json`;
 - `ckpt-STEP.*`: `tf.train.Checkpoint(model=..., step=...)` after each
-  epoch (the last `--keep_checkpoints`);
+  epoch, or every `--eval_every_steps` (the last `--keep_checkpoints`);
+- `best/`: the checkpoint of the best validation figure and `best/best.json`;
 - `backup/`: Keras' `BackupAndRestore` state, so that an interrupted run
   started again with the same command goes on from its last epoch (the
   backup is deleted when the run ends);
@@ -72,7 +80,8 @@ Writes into `--model_dir`:
   `--model_dir` itself for the HParams tab, with the loss and accuracy of
   both folders as its metrics;
 - `eval_results.json`: the final metrics on `--eval_data` (or on the
-  training data without it), also printed;
+  training data without it) of the best checkpoint (its `step`), also
+  printed;
 - `serving.json`: the task, labels, vocabulary, lower-casing and
   sequence length, which `python -m trainer.export` reads;
 - with `--export_dir`, the next version `EXPORT_DIR/<N>/` of a SavedModel
@@ -86,6 +95,7 @@ import json
 import logging
 import math
 import os
+import time
 
 import keras
 import numpy as np
@@ -93,9 +103,9 @@ import tensorflow as tf
 
 from tfnlp.command_line import UsageError, run_main
 from tfnlp.text.bert_tokenizer import BertTokenizer
-from trainer import finetune_data, optimization, run_files, runtime, summaries
+from trainer import finetune_data, length_buckets, optimization, run_files, runtime, summaries
 from trainer.bert_models import build_model, check_inputs_fit, encoder_from_source
-from trainer.checkpoints import Checkpoints
+from trainer.checkpoints import BestCheckpoint, Checkpoints
 from trainer.export import export_trained_model
 from trainer.finetune_flags import check_paths, parse_flags, split_labels
 from trainer.progress import Progress
@@ -153,6 +163,7 @@ class TaskData:
     label_list: list
     reports: list
     eval_path: str
+    mean_tokens: float = 0.0
     eval_span_positions: dict = None
 
 
@@ -164,6 +175,31 @@ def _label_list(flags, discovered):
     return discovered
 
 
+def data_bucket_widths(flags):
+    """The length buckets of `--bucket_boundaries`, or None (batches padded
+    to `--max_seq_length`: without boundaries, and on TPUs, whose steps
+    need one shape)."""
+    if not flags.bucket_boundaries.strip() or flags.strategy == "tpu":
+        return None
+    return length_buckets.bucket_widths(flags.bucket_boundaries, flags.max_seq_length)
+
+
+def mean_token_count(flags, tokenizer, examples):
+    """The mean real (not padding) tokens of a training example, for the
+    tokens/s of the progress lines."""
+    if not examples:
+        return 0.0
+    if flags.task == "classification":
+        counts = length_buckets.token_counts(
+            tokenizer, [text for text, _, _ in examples], [pair for _, pair, _ in examples],
+            flags.max_seq_length)
+    else:
+        words = [word for example_words, _ in examples for word in example_words]
+        pieces = int(tokenizer.tokenize(tf.constant(words)).row_lengths().numpy().sum())
+        counts = np.array([min(pieces / len(examples) + 2, flags.max_seq_length)])
+    return float(np.mean(counts))
+
+
 def load_data(flags, tokenizer, batch_size, drop_eval_remainder=False):
     """Reads the data files and makes the training and evaluation datasets.
 
@@ -171,10 +207,12 @@ def load_data(flags, tokenizer, batch_size, drop_eval_remainder=False):
     (without shuffling or repeating).
     """
     eval_path = flags.eval_data or flags.train_data
+    widths = data_bucket_widths(flags)
     common = dict(tokenizer=tokenizer, max_seq_length=flags.max_seq_length,
                   batch_size=batch_size)
-    eval_options = dict(training=False, drop_remainder=drop_eval_remainder)
-    train_options = dict(training=True, seed=flags.seed)
+    eval_options = dict(training=False, drop_remainder=drop_eval_remainder,
+                        bucket_widths=widths)
+    train_options = dict(training=True, seed=flags.seed, bucket_widths=widths)
     if flags.task == "span":
         reports, encoded = [], []
         for path in (flags.train_data, eval_path):
@@ -186,6 +224,8 @@ def load_data(flags, tokenizer, batch_size, drop_eval_remainder=False):
         return TaskData(
             train=finetune_data.span_dataset(train, batch_size, **train_options),
             eval=finetune_data.span_dataset(evaluation, batch_size, **eval_options),
+            mean_tokens=(float(train["input_mask"].sum(axis=1).mean())
+                         if len(train["input_ids"]) else 0.0),
             train_examples=len(train["input_ids"]), eval_examples=len(evaluation["input_ids"]),
             label_list=[], reports=reports, eval_path=eval_path,
             eval_span_positions={"start": evaluation["start_positions"],
@@ -223,6 +263,7 @@ def load_data(flags, tokenizer, batch_size, drop_eval_remainder=False):
         )
     evaluation, eval_report = read(eval_path, label_list)
     return TaskData(
+        mean_tokens=mean_token_count(flags, tokenizer, train),
         train=make_dataset(train, label_list, **common, **train_options),
         eval=make_dataset(evaluation, label_list, **common, **eval_options),
         train_examples=len(train), eval_examples=len(evaluation),
@@ -234,16 +275,19 @@ def load_data(flags, tokenizer, batch_size, drop_eval_remainder=False):
 # Model, optimizer, callbacks
 
 
-def compile_model(model, task, optimizer):
-    """Compiles `model` with the loss and metrics of `task`."""
+def compile_model(model, task, optimizer, jit_compile=False):
+    """Compiles `model` with the loss and metrics of `task` (its steps with
+    XLA when `jit_compile`)."""
     if task == "classification":
         model.compile(
+            jit_compile=jit_compile,
             optimizer=optimizer,
             loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
             metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
         )
     elif task == "token_classification":
         model.compile(
+            jit_compile=jit_compile,
             optimizer=optimizer,
             # The mean over the weighted tokens (the first piece of each word).
             loss=keras.losses.SparseCategoricalCrossentropy(
@@ -252,6 +296,7 @@ def compile_model(model, task, optimizer):
         )
     else:
         model.compile(
+            jit_compile=jit_compile,
             optimizer=optimizer,
             loss={
                 "start_logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
@@ -339,13 +384,16 @@ class FitProgress(keras.callbacks.Callback):
         total_steps: the optimizer step the run trains to.
         global_batch_size: the examples of a step.
         interval_seconds: seconds between lines when not on a terminal.
+        mean_tokens: the mean real (not padding) tokens of an example:
+            tokens/s are examples/s times this.
     """
 
-    def __init__(self, total_steps, global_batch_size, interval_seconds):
+    def __init__(self, total_steps, global_batch_size, interval_seconds, mean_tokens=0.0):
         super().__init__()
         self.total_steps = total_steps
         self.global_batch_size = global_batch_size
         self.interval_seconds = interval_seconds
+        self.mean_tokens = mean_tokens
         self.progress = None
 
     def on_train_begin(self, logs=None):
@@ -357,6 +405,7 @@ class FitProgress(keras.callbacks.Callback):
         loss = (logs or {}).get("loss")
         self.progress.update(int(self.model.optimizer.iterations.numpy()),
                              examples=self.global_batch_size,
+                             tokens=round(self.global_batch_size * self.mean_tokens),
                              loss=None if loss is None else float(loss))
 
 
@@ -372,6 +421,51 @@ class EpochCheckpoint(keras.callbacks.Callback):
         current = int(self.model.optimizer.iterations.numpy())
         self.step.assign(current)
         self.checkpoints.save(current)
+
+
+class StopAtTime(keras.callbacks.Callback):
+    """Stops `fit` after the first step that ends `hours` after training
+    began (`--stop_time_hours`); the interval's evaluation still runs."""
+
+    def __init__(self, hours):
+        super().__init__()
+        self.seconds = hours * 3600
+        self.start = None
+
+    def on_train_begin(self, logs=None):
+        self.start = time.monotonic()
+
+    def on_train_batch_end(self, batch, logs=None):
+        if time.monotonic() - self.start >= self.seconds:
+            LOGGER.info("--stop_time_hours: stopping after %.1f minutes of training.",
+                        (time.monotonic() - self.start) / 60)
+            self.model.stop_training = True
+
+
+class KeepBest(keras.callbacks.Callback):
+    """Keeps the checkpoint of the best validation `metric` in `best/`
+    (`trainer.checkpoints.BestCheckpoint`) after each evaluation."""
+
+    def __init__(self, best, checkpoint):
+        super().__init__()
+        self.best = best
+        self.checkpoint = checkpoint
+
+    def on_epoch_end(self, epoch, logs=None):
+        scores = {name[len("val_"):]: float(value) for name, value in (logs or {}).items()
+                  if name.startswith("val_")}
+        if self.best.metric in scores:
+            self.best.update(int(self.model.optimizer.iterations.numpy()), scores,
+                             self.checkpoint)
+
+
+# The validation figure each task's best checkpoint is chosen by, and
+# whether higher is better (Keras' names, without a head's prefix).
+BEST_METRICS = {
+    "classification": ("accuracy", True),
+    "token_classification": ("token_accuracy", True),
+    "span": ("loss", False),
+}
 
 
 # ---------------------------------------------------------------------------
@@ -391,7 +485,7 @@ def serving_record(flags, label_list):
 
 
 def _steps(flags, train_examples):
-    """`(steps_per_epoch, total_steps, keras_epochs)` of the run."""
+    """`(steps_per_epoch, total_steps)` of the run."""
     steps_per_epoch = train_examples // flags.global_batch_size
     if steps_per_epoch < 1:
         raise UsageError(
@@ -400,7 +494,16 @@ def _steps(flags, train_examples):
             "batch or more data."
         )
     total_steps = flags.train_steps or flags.epochs * steps_per_epoch
-    return steps_per_epoch, total_steps, math.ceil(total_steps / steps_per_epoch)
+    return steps_per_epoch, total_steps
+
+
+def fit_intervals(flags, steps_per_epoch, total_steps):
+    """`(steps, intervals, validation_freq)`: `fit`'s epochs are intervals
+    of `--eval_every_steps` steps (each ending with an evaluation and a
+    checkpoint), or else data epochs evaluated every `--eval_every_epochs`."""
+    steps = flags.eval_every_steps or steps_per_epoch
+    frequency = 1 if flags.eval_every_steps else max(flags.eval_every_epochs, 1)
+    return steps, math.ceil(total_steps / steps), frequency
 
 
 def span_exact_match(model, dataset, positions):
@@ -424,13 +527,17 @@ def _results_names(values):
     return renamed
 
 
-def _callbacks(flags, run, checkpoints, step, total_steps):
+def _callbacks(flags, run, checkpoints, step, total_steps, keep_best, mean_tokens):
     callbacks = [
         keras.callbacks.BackupAndRestore(os.path.join(flags.model_dir, "backup")),
         StopAtStep(total_steps),
         EpochCheckpoint(checkpoints, step),
-        FitProgress(total_steps, flags.global_batch_size, flags.progress_every_seconds),
+        keep_best,
+        FitProgress(total_steps, flags.global_batch_size, flags.progress_every_seconds,
+                    mean_tokens),
     ]
+    if flags.stop_time_hours:
+        callbacks.append(StopAtTime(flags.stop_time_hours))
     if run.chief:
         callbacks.append(EpochSummaries(flags.model_dir, update_freq=flags.log_every_steps))
     return callbacks
@@ -469,7 +576,9 @@ def run(flags):
     if data.label_list and run.chief:
         run_files.write_labels(flags.model_dir, data.label_list)
     record = serving_record(flags, data.label_list)
-    steps_per_epoch, total_steps, epochs = _steps(flags, data.train_examples)
+    steps_per_epoch, total_steps = _steps(flags, data.train_examples)
+    interval_steps, intervals, validation_freq = fit_intervals(flags, steps_per_epoch,
+                                                               total_steps)
     warmup_steps = flags.warmup_steps
     if warmup_steps is None:
         warmup_steps = int(DEFAULT_WARMUP_FRACTION * total_steps)
@@ -492,36 +601,49 @@ def run(flags):
         if flags.clip_norm:
             inner = getattr(optimizer, "inner_optimizer", optimizer)
             inner.global_clipnorm = flags.clip_norm
-        compile_model(model, flags.task, optimizer)
+        compile_model(model, flags.task, optimizer, flags.jit_compile)
         step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
     runtime.write_run_files(run, encoder.config.to_dict(), record, flags)
     if run.chief:
         summaries.write_hparams(flags.model_dir, _hparams(flags, encoder.config, run),
                                 hparams_metrics(flags.task))
     LOGGER.info(
-        "Fine-tuning %s (%s) from %s on %d replica(s): %d training examples, "
-        "%d steps of %d (%d per epoch, %d warmup), %d evaluation examples.",
-        flags.task, type(model).__name__, source, run.replicas,
-        data.train_examples, total_steps, flags.global_batch_size, steps_per_epoch,
-        warmup_steps, data.eval_examples,
+        "Fine-tuning %s (%s) from %s on %d replica(s): %d training examples "
+        "(%.1f tokens on average), %d steps of %d (%d per epoch, %d warmup), "
+        "%d evaluation examples; %s, %s.",
+        flags.task, type(model).__name__, source, run.replicas, data.train_examples,
+        data.mean_tokens, total_steps, flags.global_batch_size, steps_per_epoch,
+        warmup_steps, data.eval_examples, "XLA" if flags.jit_compile else "no XLA",
+        f"length buckets {data_bucket_widths(flags)}" if data_bucket_widths(flags)
+        else f"batches padded to {flags.max_seq_length}",
     )
+    metric, higher_is_better = BEST_METRICS[flags.task]
+    best = BestCheckpoint(flags.model_dir, metric, higher_is_better, chief=run.chief)
+    best_model = tf.train.Checkpoint(model=model)
 
     checkpoints = Checkpoints(
         tf.train.Checkpoint(model=model, step=step), flags.model_dir, step,
         keep=flags.keep_checkpoints, chief=run.chief, task_id=run.task_id,
     )
     try:
+        evaluates = flags.eval_data and (flags.eval_every_steps or flags.eval_every_epochs)
         model.fit(
             data.train,
-            epochs=epochs,
-            steps_per_epoch=steps_per_epoch,
-            validation_data=data.eval if flags.eval_data and flags.eval_every_epochs else None,
-            validation_freq=max(flags.eval_every_epochs, 1),
-            callbacks=_callbacks(flags, run, checkpoints, step, total_steps),
+            epochs=intervals,
+            steps_per_epoch=interval_steps,
+            validation_data=data.eval if evaluates else None,
+            validation_freq=validation_freq,
+            callbacks=_callbacks(flags, run, checkpoints, step, total_steps,
+                                 KeepBest(best, best_model), data.mean_tokens),
             verbose=flags.verbose,
         )
+        final_step = int(optimizer.iterations.numpy())
+        if best.path() and best.best.get("step") != final_step:
+            best_model.read(best.path()).assert_consumed()
+            LOGGER.info("Restored the best checkpoint: step %d, validation %s %.4g.",
+                        best.best["step"], metric, best.best[metric])
         results = _final_evaluation(model, flags, data, source,
-                                    int(optimizer.iterations.numpy()))
+                                    best.best.get("step", final_step))
         if run.chief:
             run_files.write_json(os.path.join(flags.model_dir, run_files.RESULTS_FILE), results)
         metrics = {name: value for name, value in results.items()

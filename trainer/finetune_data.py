@@ -44,6 +44,7 @@ import tensorflow_text as tf_text
 from tfnlp.command_line import UsageError
 from tfnlp.models.bert.bert_encoder import ENCODER_INPUTS
 from tfnlp.text.packing import pack_inputs
+from trainer import length_buckets
 
 
 TASKS = ("classification", "token_classification", "span")
@@ -303,11 +304,22 @@ def discover_labels(values):
 # Datasets
 
 
-def _finish(dataset, batch_size, training, seed, drop_remainder):
-    """Shuffles and repeats (training), then batches ragged elements."""
+def _batches(components, batch_size, training, seed, drop_remainder, lengths=None,
+             bucket_widths=None):
+    """The examples `components` (a tuple of arrays) shuffled and repeated
+    (training), then batched ragged: in input order, or with
+    `bucket_widths`, with examples of the same length bucket (`lengths`
+    their token counts; see `trainer.length_buckets`)."""
+    if bucket_widths:
+        components = (*components, lengths)
+    dataset = tf.data.Dataset.from_tensor_slices(components)
     if training:
         dataset = dataset.shuffle(10_000, seed=seed, reshuffle_each_iteration=True).repeat()
-    return dataset.ragged_batch(batch_size, drop_remainder=drop_remainder)
+    if not bucket_widths:
+        return dataset.ragged_batch(batch_size, drop_remainder=drop_remainder)
+    dataset = length_buckets.bucket_batches(
+        dataset, lambda *element: element[-1], bucket_widths, batch_size, drop_remainder)
+    return dataset.map(lambda *batch: batch[:-1])
 
 
 def _map(dataset, encode):
@@ -321,7 +333,7 @@ def _map(dataset, encode):
 
 
 def classification_dataset(examples, label_list, tokenizer, max_seq_length, batch_size,
-                           training=False, seed=0, drop_remainder=None):
+                           training=False, seed=0, drop_remainder=None, bucket_widths=None):
     """The batches of classification examples, tokenized in `tf.data`.
 
     Args:
@@ -333,6 +345,9 @@ def classification_dataset(examples, label_list, tokenizer, max_seq_length, batc
         batch_size: examples per batch.
         training: shuffle (with `seed`) and repeat forever.
         drop_remainder: drop a last smaller batch; defaults to `training`.
+        bucket_widths: `trainer.length_buckets.bucket_widths(...)` to batch
+            examples of similar length, each batch `[batch, width]`; None:
+            every batch `[batch, max_seq_length]`.
 
     Returns:
         A `tf.data.Dataset` of `(features, labels)`, labels int32 `[batch]`.
@@ -342,22 +357,27 @@ def classification_dataset(examples, label_list, tokenizer, max_seq_length, batc
     pairs = [pair for _, pair, _ in examples]
     label_ids = np.array([index[label] for _, _, label in examples], np.int32)
     has_pair = any(pairs)
-    dataset = tf.data.Dataset.from_tensor_slices((texts, pairs, label_ids))
-    dataset = _finish(dataset, batch_size, training, seed,
-                      training if drop_remainder is None else drop_remainder)
+    lengths = (length_buckets.token_counts(tokenizer, texts, pairs, max_seq_length)
+               if bucket_widths else None)
+    dataset = _batches((texts, pairs, label_ids), batch_size, training, seed,
+                       training if drop_remainder is None else drop_remainder,
+                       lengths, bucket_widths)
 
     def encode(text, pair, label):
         segments = [tokenizer.tokenize(text)]
         if has_pair:
             segments.append(tokenizer.tokenize(pair))
         features = pack_inputs(segments, max_seq_length, tokenizer.cls_id, tokenizer.sep_id)
+        if bucket_widths:
+            return length_buckets.trim_to_bucket(features, bucket_widths, label)
         return features, label
 
     return _map(dataset, encode)
 
 
 def token_classification_dataset(examples, label_list, tokenizer, max_seq_length,
-                                 batch_size, training=False, seed=0, drop_remainder=None):
+                                 batch_size, training=False, seed=0, drop_remainder=None,
+                                 bucket_widths=None):
     """The batches of word-tagged examples, tokenized in `tf.data`.
 
     Each word is tokenized on its own; its tag labels its first WordPiece
@@ -368,16 +388,23 @@ def token_classification_dataset(examples, label_list, tokenizer, max_seq_length
 
     Returns:
         A `tf.data.Dataset` of `(features, labels, weights)`: int32 labels
-        and float32 weights, both `[batch, max_seq_length]`.
+        and float32 weights, both `[batch, max_seq_length]` (`[batch,
+        width]` with `bucket_widths`, as in `classification_dataset`).
     """
     index = {label: position for position, label in enumerate(label_list)}
     words = tf.ragged.constant([example_words for example_words, _ in examples], tf.string)
     tags = tf.ragged.constant(
         [[index[tag] for tag in example_tags] for _, example_tags in examples], tf.int32
     )
-    dataset = tf.data.Dataset.from_tensor_slices((words, tags))
-    dataset = _finish(dataset, batch_size, training, seed,
-                      training if drop_remainder is None else drop_remainder)
+    lengths = None
+    if bucket_widths:
+        pieces = tokenizer.tokenize(words.flat_values).row_lengths()
+        lengths = tf.math.unsorted_segment_sum(
+            pieces, words.value_rowids(), num_segments=words.nrows()).numpy() + 2
+        lengths = np.minimum(lengths, max_seq_length).astype(np.int32)
+    dataset = _batches((words, tags), batch_size, training, seed,
+                       training if drop_remainder is None else drop_remainder,
+                       lengths, bucket_widths)
     budget = max_seq_length - 2
 
     def encode(batch_words, batch_tags):
@@ -395,6 +422,9 @@ def token_classification_dataset(examples, label_list, tokenizer, max_seq_length
         labels = tf.concat([cls_label, labels], axis=1)
         labels = labels.to_tensor(default_value=IGNORED_LABEL, shape=[None, max_seq_length])
         weights = tf.cast(tf.not_equal(labels, IGNORED_LABEL), tf.float32)
+        if bucket_widths:
+            return length_buckets.trim_to_bucket(
+                features, bucket_widths, tf.maximum(labels, 0), weights)
         return features, tf.maximum(labels, 0), weights
 
     return _map(dataset, encode)
@@ -465,8 +495,11 @@ def encode_spans(examples, tokenizer, max_seq_length, report, chunk=1024):
     return {name: np.concatenate(values) for name, values in outputs.items()}
 
 
-def span_dataset(encoded, batch_size, training=False, seed=0, drop_remainder=None):
-    """The batches of `encode_spans`' arrays.
+def span_dataset(encoded, batch_size, training=False, seed=0, drop_remainder=None,
+                 bucket_widths=None):
+    """The batches of `encode_spans`' arrays (with `bucket_widths`, of
+    similar lengths and cut to their bucket's width, as in
+    `classification_dataset`).
 
     Returns:
         A `tf.data.Dataset` of `(features, {"start_logits": starts,
@@ -474,8 +507,11 @@ def span_dataset(encoded, batch_size, training=False, seed=0, drop_remainder=Non
     """
     features = {name: encoded[name] for name in ENCODER_INPUTS}
     labels = {"start_logits": encoded["start_positions"], "end_logits": encoded["end_positions"]}
-    dataset = tf.data.Dataset.from_tensor_slices((features, labels))
-    if training:
-        dataset = dataset.shuffle(10_000, seed=seed, reshuffle_each_iteration=True).repeat()
-    drop = training if drop_remainder is None else drop_remainder
-    return dataset.batch(batch_size, drop_remainder=drop).prefetch(tf.data.AUTOTUNE)
+    lengths = encoded["input_mask"].sum(axis=1).astype(np.int32) if bucket_widths else None
+    dataset = _batches((features, labels), batch_size, training, seed,
+                       training if drop_remainder is None else drop_remainder,
+                       lengths, bucket_widths)
+    if bucket_widths:
+        dataset = dataset.map(lambda batch_features, batch_labels: length_buckets.trim_to_bucket(
+            batch_features, bucket_widths, batch_labels))
+    return dataset.prefetch(tf.data.AUTOTUNE)

@@ -8,11 +8,12 @@ from tfnlp.command_line import (
     add_boolean_flag,
     check_input_file,
 )
-from trainer import finetune_data
+from trainer import finetune_data, length_buckets
 from trainer.optimization import OPTIMIZERS
 from trainer.run_flags import (
     add_distribution_flags,
     add_progress_flag,
+    add_stop_time_flag,
     check_config_flag,
     check_output_flags,
 )
@@ -45,6 +46,11 @@ def finetuning_parser():
     add_boolean_flag(data, "do_lower_case", True,
                      "Lower-case and strip accents (uncased vocabularies).")
     data.add_argument("--max_seq_length", type=int, default=128)
+    data.add_argument("--bucket_boundaries", default=length_buckets.DEFAULT_BOUNDARIES,
+                      help="Batch examples of similar length, each batch padded to the "
+                           "narrowest of these widths (and --max_seq_length) that holds "
+                           "it; empty: every batch padded to --max_seq_length (always so "
+                           "with --strategy=tpu).")
     data.add_argument("--seed", type=int, default=0,
                       help="Seeds the head's initial weights, dropout and the data order.")
 
@@ -82,12 +88,17 @@ def finetuning_parser():
     training.add_argument("--weight_decay", type=float, default=0.01)
     training.add_argument("--clip_norm", type=float, default=1.0,
                           help="Clip the gradient to this global norm; 0 for none.")
-    add_distribution_flags(training, jit_compile=False)
+    add_distribution_flags(training)
+    training.set_defaults(jit_compile=True)
+    add_stop_time_flag(training)
 
     outputs = parser.add_argument_group("checkpoints, logs and export")
     outputs.add_argument("--eval_every_epochs", type=int, default=1,
                          help="With --eval_data: epochs between evaluations during "
                               "training (0: only the final evaluation).")
+    outputs.add_argument("--eval_every_steps", type=int, default=0,
+                         help="With --eval_data: steps between evaluations (and "
+                              "checkpoints) instead of --eval_every_epochs.")
     outputs.add_argument("--keep_checkpoints", type=int, default=2)
     outputs.add_argument("--log_every_steps", type=int, default=100,
                          help="Steps between TensorBoard training scalars.")
@@ -115,6 +126,8 @@ def parse_flags(argv=None):
         parser.error(f"--epochs must be at least 1 (or give --train_steps), got {flags.epochs}.")
     if flags.warmup_steps is not None and flags.warmup_steps < 0:
         parser.error(f"--warmup_steps must not be negative, got {flags.warmup_steps}.")
+    if flags.eval_every_steps < 0:
+        parser.error(f"--eval_every_steps must not be negative, got {flags.eval_every_steps}.")
     if flags.learning_rate <= 0:
         parser.error(f"--learning_rate must be positive, got {flags.learning_rate}.")
     if flags.max_seq_length < 4:

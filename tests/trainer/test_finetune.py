@@ -301,6 +301,36 @@ def test_classification_learns_a_separable_task(classification_run):
     assert_hparams_metrics_are_logged(model_dir, "classification")
 
 
+def classification_flags(root, model_dir, *extra):
+    return ["--task=classification", "--config=tiny", "--num_layers=1",
+            f"--vocab_size={VOCAB_SIZE}", "--hidden_dropout=0", "--attention_dropout=0",
+            f"--train_data={root}/train.csv", f"--eval_data={root}/eval.csv",
+            f"--model_dir={model_dir}", "--warmup_steps=4", "--progress_every_seconds=0",
+            *extra, *common_flags(root)]
+
+
+def test_evaluations_every_n_steps_keep_the_best_checkpoint(root):
+    model_dir = root / "every_steps"
+    results = finetune.main(classification_flags(
+        root, model_dir, "--train_steps=30", "--eval_every_steps=10",
+        "--bucket_boundaries=8"))
+    best = json.loads((model_dir / "best" / "best.json").read_text())
+    assert best["step"] in (10, 20, 30)
+    # The final evaluation is the best checkpoint's.
+    assert results["step"] == best["step"]
+    assert results["accuracy"] == pytest.approx(best["accuracy"])
+    evaluations = [float(value) for _, value in
+                   event_values(str(model_dir / "validation"))["epoch_accuracy"]]
+    assert len(evaluations) == 3
+    assert best["accuracy"] == pytest.approx(max(evaluations))
+
+
+def test_stop_time_hours_ends_training_early(root):
+    results = finetune.main(classification_flags(
+        root, root / "stop_time", "--train_steps=30", "--stop_time_hours=1e-9"))
+    assert results["step"] == 1
+
+
 def assert_hparams_metrics_are_logged(model_dir, task):
     """The run's hparams are in its model_dir, and every metric its HParams
     config declares is a scalar that Keras' TensorBoard callback logged (the
