@@ -40,7 +40,7 @@ LOGGER = logging.getLogger(__name__)
 MODEL_KINDS = ("pretraining", "classification", "token_classification", "span")
 
 
-def build_model(kind, encoder, num_labels=0, dropout=0.1):
+def build_model(kind, encoder, num_labels=0, dropout=0.1, pooling="pooled_output"):
     """The model of `kind` (one of `MODEL_KINDS`) around `encoder`.
 
     Args:
@@ -49,11 +49,13 @@ def build_model(kind, encoder, num_labels=0, dropout=0.1):
         encoder: the `BertEncoder`.
         num_labels: the classes of the (token) classifier.
         dropout: the dropout before the (token) classification layer.
+        pooling: the classifier's sentence vector (`BertClassifier`).
     """
     if kind == "pretraining":
         return BertPretrainingModel(encoder)
     if kind == "classification":
-        return BertClassifier(encoder, num_classes=num_labels, dropout=dropout)
+        return BertClassifier(encoder, num_classes=num_labels, dropout=dropout,
+                              pooling=pooling)
     if kind == "token_classification":
         return BertTokenClassifier(encoder, num_classes=num_labels, dropout=dropout)
     if kind == "span":
@@ -189,7 +191,8 @@ def load_run_model(model_dir, checkpoint=""):
             f"expected one of {', '.join(MODEL_KINDS)}."
         )
     model = build_model(kind, BertEncoder(BertConfig.from_json(config_path)),
-                        len(record.get("labels") or []), record.get("dropout", 0.1))
+                        len(record.get("labels") or []), record.get("dropout", 0.1),
+                        record.get("pooling", "pooled_output"))
     prefix = (find_checkpoint(checkpoint, "--checkpoint") if checkpoint
               else best_checkpoint(model_dir) or find_checkpoint(model_dir, "--model_dir"))
     status = tf.train.Checkpoint(model=model).restore(prefix)

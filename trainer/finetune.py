@@ -106,7 +106,7 @@ from tfnlp.text.bert_tokenizer import BertTokenizer
 from trainer import finetune_data, length_buckets, optimization, run_files, runtime, summaries
 from trainer.bert_models import build_model, check_inputs_fit, encoder_from_source
 from trainer.checkpoints import BestCheckpoint, Checkpoints
-from trainer.export import export_trained_model
+from trainer.export import export_trained_model, sentence_transformers_options
 from trainer.finetune_flags import check_paths, parse_flags, split_labels
 from trainer.progress import Progress
 
@@ -472,12 +472,25 @@ BEST_METRICS = {
 # The run
 
 
+def classifier_pooling(flags):
+    """`--pooling`, with "auto" resolved: "mean" for a sentence-transformers
+    checkpoint that pools by mean (its pooler layer is untrained), else
+    "pooled_output"."""
+    if flags.pooling != "auto":
+        return flags.pooling
+    if flags.init_checkpoint and os.path.isdir(flags.init_checkpoint):
+        if sentence_transformers_options(flags.init_checkpoint).get("pooling") == "mean":
+            return "mean"
+    return "pooled_output"
+
+
 def serving_record(flags, label_list):
     """What `trainer.export` needs to rebuild and export this run's model."""
     return {
         "model": flags.task,
         "labels": list(label_list),
         "dropout": flags.dropout,
+        "pooling": classifier_pooling(flags),
         "vocab_file": os.path.abspath(flags.vocab_file),
         "lower_case": flags.do_lower_case,
         "sequence_length": flags.max_seq_length,
@@ -588,7 +601,8 @@ def run(flags):
         encoder, source = build_encoder(flags)
         check_inputs_fit(encoder.config, flags.vocab_file, tokenizer.vocab_size,
                          flags.max_seq_length)
-        model = build_model(flags.task, encoder, len(data.label_list), flags.dropout)
+        model = build_model(flags.task, encoder, len(data.label_list), flags.dropout,
+                            record["pooling"])
         optimizer = optimization.create_optimizer(
             flags.optimizer,
             learning_rate=flags.learning_rate,

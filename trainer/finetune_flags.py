@@ -71,6 +71,11 @@ def finetuning_parser():
                        help="Overrides the encoder config's hidden_dropout.")
     model.add_argument("--attention_dropout", type=float, default=None,
                        help="Overrides the encoder config's attention_dropout.")
+    model.add_argument("--pooling", choices=("auto", "pooled_output", "mean"), default="auto",
+                       help="The classifier's sentence vector: BERT's pooled [CLS] output, or "
+                            "the mean of the tokens' states; auto: mean for a "
+                            "sentence-transformers --init_checkpoint that pools by mean, "
+                            "else pooled_output.")
     model.add_argument("--dropout", type=float, default=0.1,
                        help="Dropout before the (token) classification layer.")
 

@@ -47,6 +47,8 @@ def encoder():
 
 HEADS = {
     "classifier": lambda encoder: BertClassifier(encoder, num_classes=3, dropout=0.2),
+    "mean_pooling_classifier": lambda encoder: BertClassifier(encoder, num_classes=2,
+                                                              pooling="mean"),
     "token_classifier": lambda encoder: BertTokenClassifier(encoder, num_classes=4),
     "span_extractor": lambda encoder: BertSpanExtractor(encoder),
 }
@@ -71,6 +73,17 @@ def test_classifier_is_a_dense_layer_on_the_pooled_output(encoder):
     np.testing.assert_allclose(to_numpy(logits), pooled @ kernel + bias, atol=1e-5)
     # Extra keys (a label, say) are ignored.
     assert_allclose_nested(classifier(dict(inputs, label=np.zeros(3))), logits)
+
+
+def test_mean_pooling_classifier_reads_the_mean_of_the_real_tokens(encoder):
+    classifier = BertClassifier(encoder, num_classes=3, pooling="mean")
+    inputs = make_inputs()
+    kernel, bias = dense_weights(classifier.classifier_dense)
+    states = to_numpy(encoder(inputs)["sequence_output"])
+    means = np.stack([states[row, :length].mean(axis=0) for row, length in enumerate(LENGTHS)])
+    np.testing.assert_allclose(to_numpy(classifier(inputs)), means @ kernel + bias, atol=1e-5)
+    with pytest.raises(ValueError, match="pooling"):
+        BertClassifier(encoder, num_classes=3, pooling="max")
 
 
 def test_token_classifier_gives_a_label_per_token(encoder):
@@ -142,14 +155,14 @@ def test_every_variable_gets_a_gradient(encoder, head_name):
         loss = 0.0
         for index, leaf in enumerate(keras.tree.flatten(outputs)):
             mask = tf.cast(inputs["input_mask"], "float32")
-            if head_name == "classifier":
+            if head_name.endswith("classifier") and head_name != "token_classifier":
                 mask = 1.0
             elif head_name == "token_classifier":
                 mask = mask[..., None]
             weights = np.random.default_rng(index).normal(size=leaf.shape).astype("float32")
             loss += tf.reduce_sum(leaf * weights * mask)
-    # The token-level heads do not read the pooled output, so the
-    # encoder's pooled_dense gets no gradient from them.
+    # The token-level heads and mean pooling do not read the pooled output,
+    # so the encoder's pooled_dense gets no gradient from them.
     variables = [
         variable for variable in model.trainable_variables
         if head_name == "classifier" or not variable.path.startswith("pooled_dense/")

@@ -94,17 +94,23 @@ class BertFinetuningModel(keras.Model):
 class BertClassifier(BertFinetuningModel):
     """BERT for sequence (or sentence-pair) classification.
 
-    The encoder's `pooled_output` (the tanh dense layer on the [CLS] state)
-    goes through dropout and a dense layer of `num_classes` units; the
-    result is float32 logits (no softmax), also under mixed precision.
-    Train with `keras.losses.SparseCategoricalCrossentropy(from_logits=True)`.
-    As keras-hub's `BertTextClassifier`, the head reads the pooled output.
+    A sentence vector goes through dropout and a dense layer of
+    `num_classes` units; the result is float32 logits (no softmax), also
+    under mixed precision. Train with
+    `keras.losses.SparseCategoricalCrossentropy(from_logits=True)`. The
+    sentence vector is the encoder's `pooled_output` (the tanh dense layer
+    on the [CLS] state), as in BERT and keras-hub's `BertTextClassifier`,
+    or with `pooling="mean"` the mean of the real tokens' final states:
+    the sentence embedding of sentence-transformers models such as
+    all-MiniLM-L6-v2, which were trained for it and whose pooler layer was
+    never trained.
 
     Args:
         encoder: a `tfnlp.models.BertEncoder` (for example
             `BertEncoder.from_huggingface(path)`).
         num_classes: the number of labels.
         dropout: dropout rate before the dense layer (training only).
+        pooling: "pooled_output" or "mean" (see above).
         dtype: dtype or policy of the head; defaults to the encoder's.
         **kwargs: standard `keras.Model` arguments, such as `name`.
 
@@ -135,14 +141,24 @@ class BertClassifier(BertFinetuningModel):
         - [Devlin et al., 2019. BERT: Pre-training of Deep Bidirectional
           Transformers for Language Understanding](
           https://arxiv.org/abs/1810.04805) (section 4.1)
+        - [Reimers & Gurevych, 2019. Sentence-BERT: Sentence Embeddings
+          using Siamese BERT-Networks](https://arxiv.org/abs/1908.10084)
+          (mean pooling)
     """
 
-    def __init__(self, encoder, num_classes, dropout=0.1, dtype=None, **kwargs):
+    def __init__(self, encoder, num_classes, dropout=0.1, pooling="pooled_output",
+                 dtype=None, **kwargs):
         check_num_classes(num_classes, "BertClassifier")
         check_dropout(dropout, "BertClassifier")
+        if pooling not in POOLING:
+            raise ValueError(
+                f"`pooling` must be one of {', '.join(POOLING)}; received {pooling!r}. Use "
+                "'mean' for a sentence-transformers checkpoint, 'pooled_output' otherwise."
+            )
         super().__init__(encoder, dtype=dtype, **kwargs)
         self.num_classes = num_classes
         self.dropout = dropout
+        self.pooling = pooling
         self.classifier_dropout = keras.layers.Dropout(
             dropout, dtype=self.dtype_policy, name="classifier_dropout"
         )
@@ -156,9 +172,26 @@ class BertClassifier(BertFinetuningModel):
         self.built = True
 
     def call(self, inputs, training=None):
-        pooled_output = self.encode(inputs, training)["pooled_output"]
-        hidden = self.classifier_dropout(pooled_output, training=training)
+        outputs = self.encode(inputs, training)
+        if self.pooling == "mean":
+            sentence = mean_over_tokens(outputs["sequence_output"], inputs["input_mask"])
+        else:
+            sentence = outputs["pooled_output"]
+        hidden = self.classifier_dropout(sentence, training=training)
         return ops.cast(self.classifier_dense(hidden), "float32")
 
     def _head_config(self):
-        return {"num_classes": self.num_classes, "dropout": self.dropout}
+        return {"num_classes": self.num_classes, "dropout": self.dropout,
+                "pooling": self.pooling}
+
+
+POOLING = ("pooled_output", "mean")
+
+
+def mean_over_tokens(sequence_output, input_mask):
+    """The mean of `sequence_output` `(batch, length, hidden)` over the
+    positions where `input_mask` is 1 (a row without any: zeros)."""
+    weights = ops.cast(ops.expand_dims(input_mask, -1), sequence_output.dtype)
+    total = ops.sum(sequence_output * weights, axis=1)
+    count = ops.maximum(ops.sum(weights, axis=1), ops.cast(1, weights.dtype))
+    return total / count
