@@ -18,9 +18,6 @@ import tensorflow as tf
 
 from tfnlp.data import language_model_schema, tfrecord_files
 
-# Files read at once by `interleave`.
-MAX_PARALLEL_FILES = 16
-
 
 def _check_first_record(first, sequence_length):
     if first is None:
@@ -37,20 +34,6 @@ def _check_first_record(first, sequence_length):
             f"sequence_length={written} (the data's stats.json records it), or write the "
             f"data again with python -m pipelines.lm_data --sequence_length={sequence_length}."
         )
-
-
-def _input_pipeline(input_context):
-    """`(num_input_pipelines, input_pipeline_id)` of `input_context`."""
-    if input_context is None:
-        return 1, 0
-    pipelines = int(input_context.num_input_pipelines)
-    pipeline = int(input_context.input_pipeline_id)
-    if pipelines < 1 or not 0 <= pipeline < pipelines:
-        raise ValueError(
-            f"input_context has input_pipeline_id={pipeline} and num_input_pipelines="
-            f"{pipelines}; the id must be in [0, num_input_pipelines)."
-        )
-    return pipelines, pipeline
 
 
 def language_model_dataset(
@@ -140,7 +123,7 @@ def language_model_dataset(
         raise ValueError(f"batch_size must be at least 1, got {batch_size}.")
     if shuffle and int(shuffle_buffer) < 1:
         raise ValueError(f"shuffle_buffer must be at least 1, got {shuffle_buffer}.")
-    pipelines, pipeline = _input_pipeline(input_context)
+    tfrecord_files.input_pipeline(input_context)  # A bad context fails before any read.
     compression = tfrecord_files.normalize_compression(compression)
     _, files = tfrecord_files.match_files(
         file_pattern, "file_pattern", "language-model", "DIR/train-*.tfrecord*",
@@ -149,26 +132,9 @@ def language_model_dataset(
     compressions = tfrecord_files.file_compressions(files, compression)
     _check_first_record(tfrecord_files.first_record(files, compressions), sequence_length)
 
-    shard_records = pipelines > 1 and len(files) < pipelines
-    if pipelines > 1 and not shard_records:
-        files = files[pipeline::pipelines]
-    if deterministic is None:
-        deterministic = seed is not None or not shuffle
-    deterministic = bool(deterministic or shard_records)
-
-    dataset = tf.data.Dataset.from_tensor_slices(tf.constant(files, tf.string))
-    if shuffle and not shard_records:
-        dataset = dataset.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
-    dataset = dataset.interleave(
-        tfrecord_files.record_reader(files, compressions),
-        cycle_length=min(len(files), MAX_PARALLEL_FILES),
-        block_length=1,
-        num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=deterministic,
-    )
-    if shard_records:
-        dataset = dataset.shard(pipelines, pipeline)
-    dataset = tfrecord_files.shuffle_and_repeat(dataset, shuffle, shuffle_buffer, seed, repeat)
+    records, deterministic = tfrecord_files.sharded_records(
+        files, compressions, input_context, shuffle, seed, deterministic)
+    dataset = tfrecord_files.shuffle_and_repeat(records, shuffle, shuffle_buffer, seed, repeat)
     dataset = dataset.batch(int(batch_size), drop_remainder=bool(drop_remainder))
     dataset = dataset.map(
         lambda serialized: language_model_schema.parse_examples(serialized, sequence_length),

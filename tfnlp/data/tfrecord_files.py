@@ -15,6 +15,9 @@ a record:
 - `record_reader`: a function from a file name (a string tensor, as
   `interleave` passes it) to that file's `tf.data.TFRecordDataset`, opened
   with its compression.
+- `input_pipeline`, `sharded_records`: one `tf.distribute` input
+  pipeline's share of the records (every N-th file, or every N-th record
+  when there are fewer files than pipelines), the files read interleaved.
 - `shuffle_and_repeat`: the serialized records read, shuffled (anew each
   epoch) and repeated as the readers' `shuffle`, `seed` and `repeat`
   arguments ask.
@@ -30,6 +33,8 @@ _GZIP_MAGIC = b"\x1f\x8b\x08"  # gzip's magic number and "deflate" method
 _COMPRESSIONS = {"": "", "none": "", "gzip": "GZIP", "zlib": "ZLIB"}
 # Files whose first bytes are read at once when detecting compressions.
 _DETECTION_THREADS = 16
+# Files read at once by `sharded_records`' interleave.
+MAX_PARALLEL_FILES = 16
 
 
 def normalize_compression(compression):
@@ -187,6 +192,86 @@ def record_reader(files, compressions):
         return tf.data.TFRecordDataset(filename, compression_type=compression_of(filename))
 
     return read_file
+
+
+def input_pipeline(input_context):
+    """`(num_input_pipelines, input_pipeline_id)` of a
+    `tf.distribute.InputContext`; `(1, 0)` for None.
+
+    Raises:
+        ValueError: the context's id is not in `[0, num_input_pipelines)`.
+    """
+    if input_context is None:
+        return 1, 0
+    pipelines = int(input_context.num_input_pipelines)
+    pipeline = int(input_context.input_pipeline_id)
+    if pipelines < 1 or not 0 <= pipeline < pipelines:
+        raise ValueError(
+            f"input_context has input_pipeline_id={pipeline} and num_input_pipelines="
+            f"{pipelines}; the id must be in [0, num_input_pipelines)."
+        )
+    return pipelines, pipeline
+
+
+def sharded_records(files, compressions, input_context=None, shuffle=False, seed=None,
+                    deterministic=None):
+    """The serialized records of one input pipeline's share of `files`.
+
+    With `input_context` each pipeline reads every `num_input_pipelines`-th
+    file of the sorted list when there are at least as many files as
+    pipelines, otherwise every `num_input_pipelines`-th record of all files
+    read in a fixed order (the files are then not shuffled). The shares
+    partition the records. The files are read `MAX_PARALLEL_FILES` at a
+    time, one record from each in turn.
+
+    Args:
+        files: the sorted paths (`match_files`).
+        compressions: `file_compressions`' dict.
+        input_context: a `tf.distribute.InputContext`, or None (one
+            pipeline).
+        shuffle: shuffle the order of the files (anew each epoch).
+        seed: the files' shuffle seed (None: random).
+        deterministic: keep the parallel reads in order. None: in order
+            when the order is asked to be reproducible (a `seed` is given,
+            or `shuffle` is off); always when records are sharded across
+            pipelines.
+
+    Returns:
+        `(records, deterministic)`: a `tf.data.Dataset` of serialized
+        records, and whether the reads keep their order (for the caller's
+        parallel maps).
+
+    Example:
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "shard.tfrecord")
+    >>> with tf.io.TFRecordWriter(path) as writer:
+    ...     for record in (b"a", b"b", b"c"):
+    ...         writer.write(record)
+    >>> records, _ = sharded_records([path], {path: ""})
+    >>> [record.numpy() for record in records]
+    [b'a', b'b', b'c']
+    """
+    pipelines, pipeline = input_pipeline(input_context)
+    shard_records = pipelines > 1 and len(files) < pipelines
+    if pipelines > 1 and not shard_records:
+        files = files[pipeline::pipelines]
+    if deterministic is None:
+        deterministic = seed is not None or not shuffle
+    deterministic = bool(deterministic or shard_records)
+    records = tf.data.Dataset.from_tensor_slices(tf.constant(files, tf.string))
+    if shuffle and not shard_records:
+        records = records.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
+    records = records.interleave(
+        record_reader(files, compressions),
+        cycle_length=min(len(files), MAX_PARALLEL_FILES),
+        block_length=1,
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=deterministic,
+    )
+    if shard_records:
+        records = records.shard(pipelines, pipeline)
+    return records, deterministic
 
 
 def shuffle_and_repeat(records, shuffle, shuffle_buffer, seed, repeat):
