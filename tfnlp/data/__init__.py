@@ -13,7 +13,11 @@
 - `language_model_schema`: the causal language-model record (`token_ids`,
   `character_count`): `serialize_record`, `feature_spec`, `parse_examples`;
   `language_model_reader`: `language_model_dataset` reads those shards.
-- `tfrecord_files`: what both readers do before parsing: matching the
+- `distillation_schema`: the distillation record (`text`,
+  `teacher_logits`, `label`, `origin`); `distillation_reader`:
+  `distillation_dataset` reads those shards (optionally only the records
+  of some origins), `distillation_num_classes` their number of classes.
+- `tfrecord_files`: what the readers do before parsing: matching the
   shard globs, detecting each file's compression (plain, gzip, zlib),
   reading the first record for a check, opening the files for `interleave`.
 - `example_proto`: `tf.train.Example` as a plain protobuf message, for
@@ -41,4 +45,8 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     "language_model_schema": "language_model_schema",
     "language_model_reader": "language_model_reader",
     "language_model_dataset": "language_model_reader",
+    "distillation_schema": "distillation_schema",
+    "distillation_reader": "distillation_reader",
+    "distillation_dataset": "distillation_reader",
+    "distillation_num_classes": "distillation_reader",
 })
