@@ -7,6 +7,10 @@
 - `pack_inputs`, `load_vocabulary`, `write_vocabulary`, `SPECIAL_TOKENS`;
 - `CharacterTokenizer` (in-graph) and `PlainCharacterTokenizer` (plain
   Python): the character vocabularies of the language-model data;
+- `WordTokenizer` (in-graph words: lower-cased, punctuation split off, a
+  `StringLookup` vocabulary), `split_words`, `word_counts`,
+  `build_word_vocabulary`, `write_word_vocabulary`: the word-level
+  students of distillation;
 - `load_language_model_tokenizer(data_dir)`: the in-graph tokenizer of a
   `pipelines.lm_data` output directory (a `LanguageModelTokenizer`), from
   its `tokenizer.json` (`TokenizerDescriptor`).
@@ -40,4 +44,9 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     "TransferSetAugmenter": "augmentation",
     "AugmentationStatistics": "augmentation",
     "count_words": "augmentation",
+    "WordTokenizer": "word_tokenizer",
+    "split_words": "word_tokenizer",
+    "word_counts": "word_tokenizer",
+    "build_word_vocabulary": "word_tokenizer",
+    "write_word_vocabulary": "word_tokenizer",
 })
