@@ -140,6 +140,8 @@ SUBCOMMANDS = (
                "Train a translation model (Transformer, or LSTM with attention)."),
     Subcommand("lm", "trainer.lm",
                "Train a GPT-style decoder language model on tf.distribute."),
+    Subcommand("distill", "trainer.distill",
+               "Distil a BERT teacher's logits into a small student (BiLSTM or BERT)."),
     Subcommand("export", "trainer.export",
                "Export a run or a Hugging Face model as a SavedModel for TF Serving."),
     Subcommand("average", "trainer.average_checkpoints",

@@ -16,6 +16,10 @@ and prints its path. `--model_dir` is one of:
   validation BLEU (else its latest), with a text-in/text-out
   `serving_default` and `translate_ids`, decoding as the run recorded
   (`--beam_size`, `--length_penalty`, ... override it);
+- a `trainer.distill` run: its student (BiLSTM or BERT) of its best
+  checkpoint by dev accuracy (else its latest), with a text-in
+  `serving_default` that gives what a BERT classifier's does (the BiLSTM's
+  word vocabulary in the graph, as an asset);
 - a Hugging Face BERT directory (`config.json`, `model.safetensors`,
   `vocab.txt`): its encoder, with the masked-LM head when the checkpoint
   has one. For a sentence-transformers model (`modules.json`) the pooled
@@ -53,7 +57,7 @@ from tfnlp.models import (
 )
 from tfnlp.models.bert import huggingface
 from tfnlp.text import BertTokenizer
-from trainer import language_models, run_files, runtime
+from trainer import distillation_models, language_models, run_files, runtime
 from trainer.bert_models import check_inputs_fit, huggingface_model, load_run_model
 from trainer.run_flags import check_counts
 from trainer.translate_flags import add_decoding_flags, check_decoding_flags
@@ -303,7 +307,8 @@ def export_translation_run(flags, record):
 
 # The exporters of the run kinds (a serving record's "model") other than BERT's.
 RUN_EXPORTERS = {"translation": export_translation_run,
-                 language_models.RUN_KIND: language_models.export_language_model_run}
+                 language_models.RUN_KIND: language_models.export_language_model_run,
+                 distillation_models.RUN_KIND: distillation_models.export_distillation_run}
 
 
 def main(argv=None):

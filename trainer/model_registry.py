@@ -9,6 +9,7 @@ dispatching on the name. A new family adds a row.
 import dataclasses
 import typing
 
+from tfnlp.models.bilstm import BILSTM_PRESETS, BiLSTMClassifier
 from tfnlp.models.gpt import GPT_PRESETS, GPTCausalLM
 from tfnlp.models.seq2seq import PRESETS, RNN_PRESETS, RNNSeq2Seq, TransformerSeq2Seq
 from trainer import run_files
@@ -21,7 +22,8 @@ class ModelFamily:
     Attributes:
         name: the value of the trainer's `--model` flag.
         kind: what the family's models do ("translation",
-            "language_model"), which says the trainer that builds them.
+            "language_model", "classification"), which says the trainer
+            that builds them.
         model_class: the Keras model class; it has
             `from_preset(name, **arguments)` and takes the same arguments
             as constructor keywords.
@@ -70,12 +72,22 @@ def _gpt_arguments(flags):
     return dict(dropout=flags.dropout)
 
 
+def _bilstm_arguments(flags):
+    arguments = {name: getattr(flags, name)
+                 for name in ("embedding_dim", "lstm_units", "hidden_dim", "pooling", "dropout")
+                 if getattr(flags, name) is not None}
+    arguments["freeze_embeddings"] = flags.freeze_word_vectors
+    return arguments
+
+
 MODEL_FAMILIES = {
     family.name: family for family in (
         ModelFamily("transformer", "translation", TransformerSeq2Seq, PRESETS,
                     _transformer_arguments),
         ModelFamily("rnn", "translation", RNNSeq2Seq, RNN_PRESETS, _rnn_arguments),
         ModelFamily("gpt", "language_model", GPTCausalLM, GPT_PRESETS, _gpt_arguments),
+        ModelFamily("bilstm", "classification", BiLSTMClassifier, BILSTM_PRESETS,
+                    _bilstm_arguments),
     )
 }
 
