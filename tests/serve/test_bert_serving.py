@@ -162,7 +162,7 @@ def test_metadata_describes_the_text_signature(server):
     signature = body["metadata"]["signature_def"]["signature_def"]["serving_default"]
     assert signature["inputs"]["text"]["dtype"] == "DT_STRING"
     assert signature["inputs"]["text"]["tensor_shape"]["unknown_rank"] is True
-    assert set(signature["outputs"]) == {"label", "class_id", "probabilities"}
+    assert set(signature["outputs"]) == {"label", "class_id", "probabilities", "logits"}
 
 
 def test_load_test_of_2000_text_requests_at_concurrency_16(server, export_dir, sentences):

@@ -23,3 +23,9 @@ LANGUAGE_MODEL_VALIDATION_PREFIX = "validation"
 TOKENIZER_DESCRIPTOR = "tokenizer.json"
 CHARACTER_VOCABULARY = "characters.txt"
 WORDPIECE_VOCABULARY = "vocab.txt"
+# The distillation job (pipelines.distillation_data): its shards,
+# DIR/train-SSSSS-of-NNNNN.tfrecord, and the teacher's label list beside
+# them (a class id is its label's index). A classifier's export holds the
+# same list as EXPORT_DIR/<version>/assets.extra/labels.json.
+DISTILLATION_SHARD_PREFIX = "train"
+LABELS_FILE = "labels.json"

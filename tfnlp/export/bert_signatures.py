@@ -265,7 +265,10 @@ class BertClassifierSignatures(BertSignatures):
     example (`BertClassifier`) or of each token (`BertTokenClassifier`).
 
     Outputs of a `BertClassifier`: `label` string `[batch]`, `class_id`
-    int32 `[batch]` and `probabilities` float32 `[batch, classes]`.
+    int32 `[batch]`, `probabilities` float32 `[batch, classes]` and
+    `logits` float32 `[batch, classes]` (the scores before the softmax,
+    which a distillation teacher hands its student: see
+    `pipelines.distillation_data`).
 
     Outputs of a `BertTokenClassifier`, one per WordPiece (`length` is the
     preprocessor's `sequence_length` for text): `tokens` (the pieces, text
@@ -314,11 +317,13 @@ class BertClassifierSignatures(BertSignatures):
         self.per_token = isinstance(model, BertTokenClassifier)
 
     def outputs(self, inputs):
-        probabilities = tf.nn.softmax(tf.cast(self.model(inputs, training=False), tf.float32))
+        logits = tf.cast(self.model(inputs, training=False), tf.float32)
+        probabilities = tf.nn.softmax(logits)
         class_ids = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
         labels = tf.gather(self.label_names, class_ids)
         if not self.per_token:
-            return {"label": labels, "class_id": class_ids, "probabilities": probabilities}
+            return {"label": labels, "class_id": class_ids, "probabilities": probabilities,
+                    "logits": logits}
         is_token = tf.not_equal(inputs["input_mask"], 0)
         return {
             "labels": tf.where(is_token, labels, ""),

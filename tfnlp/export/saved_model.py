@@ -1,12 +1,14 @@
 """`export_saved_model`: a trained BERT model to a versioned SavedModel."""
 
+import json
 import logging
 import os
 import uuid
 
 import tensorflow as tf
 
-from tfnlp.export.bert_signatures import signatures_for
+from tfnlp.data.file_names import LABELS_FILE
+from tfnlp.export.bert_signatures import BertClassifierSignatures, signatures_for
 from tfnlp.export.input_rules import EXTRA_ASSETS_DIRECTORY
 from tfnlp.export.versions import next_version, version_dir
 
@@ -23,6 +25,10 @@ def export_saved_model(model, export_dir, preprocessor=None, text_signatures=Tru
     `export_dir` (1 for the first). The version is written under a
     temporary name and renamed when complete, so a server watching
     `export_dir` never loads half an export.
+
+    A classifier's version also holds `assets.extra/labels.json`, its label
+    list (a JSON list of strings, class id = index; `read_export_labels`),
+    for the programs that read its `logits` (`pipelines.distillation_data`).
 
     The signatures (see `tfnlp.export.bert_signatures` and `saved_model_cli
     show --all --dir EXPORT_DIR/<version>`) take raw text, tokenized in the
@@ -60,13 +66,59 @@ def export_saved_model(model, export_dir, preprocessor=None, text_signatures=Tru
     >>> os.path.basename(export_saved_model(encoder, export_dir))
     '2'
     """
-    signatures = signatures_for(model, preprocessor, **options).signatures(text_signatures)
+    module = signatures_for(model, preprocessor, **options)
+    signatures = module.signatures(text_signatures)
     assets = {} if preprocessor is None else {
         "vocabulary": preprocessor.tokenizer.vocabulary_asset}
-    final_dir = write_next_version(export_dir, signatures, assets)
+    extra_files = None
+    if isinstance(module, BertClassifierSignatures):
+        extra_files = {LABELS_FILE: labels_file_bytes(module.labels)}
+    final_dir = write_next_version(export_dir, signatures, assets, extra_files)
     LOGGER.info("Exported %s as %s (signatures %s).", type(model).__name__,
                 final_dir, ", ".join(sorted(signatures)))
     return final_dir
+
+
+def labels_file_bytes(labels):
+    """The contents of a classifier export's `assets.extra/labels.json`:
+    the labels as a JSON list, class id = index.
+
+    Example:
+
+    >>> labels_file_bytes(["negative", "positive"])
+    b'["negative", "positive"]\\n'
+    """
+    return (json.dumps(list(labels), ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def read_export_labels(saved_model_dir):
+    """The label list a classifier's export records, or None.
+
+    Args:
+        saved_model_dir: one version of an export (`EXPORT_DIR/<version>`).
+
+    Returns:
+        The labels (strings, class id = index) of its
+        `assets.extra/labels.json`, or None when it has none (an export of
+        another model, or one written before the file was).
+
+    Raises:
+        ValueError: the file is not a JSON list of strings.
+    """
+    path = os.path.join(saved_model_dir, EXTRA_ASSETS_DIRECTORY, LABELS_FILE)
+    if not tf.io.gfile.exists(path):
+        return None
+    with tf.io.gfile.GFile(path, "rb") as file:
+        contents = file.read()
+    try:
+        labels = json.loads(contents)
+    except ValueError:
+        labels = None
+    if not isinstance(labels, list) or not all(isinstance(label, str) for label in labels):
+        raise ValueError(
+            f"{path} is not a JSON list of label strings; re-export the classifier, "
+            "or remove the file and give the labels another way.")
+    return labels
 
 
 def write_next_version(export_dir, signatures, assets=None, extra_files=None):
