@@ -18,6 +18,7 @@ module is that shared part:
   it with its objects kept from the garbage collector (`objects_frozen`),
   checks that it finished, reads its stats and logs the runner's
   counters, each top-level step's time (`runner_report`) and the summary.
+- `parse_job_arguments`: a job's flags, checked, and Beam's arguments.
 - `configure_command_line_logging`: the logging of `python -m pipelines.X`;
   `command_line_main`: what such a module's `__main__` block runs (its
   `main` through `tfnlp.command_line.run_main`: a user's mistake is one
@@ -303,6 +304,31 @@ def runner_report(result):
         lines.append("Stage times (worker seconds): " + ", ".join(
             f"{stage} {value:.1f}" for stage, value in slowest))
     return lines
+
+
+def parse_job_arguments(parser, flag_problems, argv=None):
+    """A job's flags and the arguments left for Beam's PipelineOptions.
+
+    Args:
+        parser: the job's `tfnlp.command_line.ArgumentParser`.
+        flag_problems: `flags -> list of sentences`, the problems of the
+            parsed values (empty: none).
+        argv: the arguments without the program name; `sys.argv[1:]` when
+            None.
+
+    Returns:
+        `(flags, beam_arguments)`: the parsed flags and the arguments the
+        parser does not know (see `pipelines.beam_options`).
+
+    Raises:
+        SystemExit: a flag is missing, invalid or inconsistent (status 2,
+            one line naming every problem).
+    """
+    flags, beam_arguments = parser.parse_known_args(argv)
+    problems = flag_problems(flags)
+    if problems:
+        parser.error(" ".join(problems))
+    return flags, beam_arguments
 
 
 def configure_command_line_logging():

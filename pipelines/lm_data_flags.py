@@ -8,7 +8,7 @@ output directory written) before the job starts.
 
 import argparse
 
-from pipelines import document_texts, lm_tokenizers, sentencepiece_model, text_input
+from pipelines import document_texts, job, lm_tokenizers, sentencepiece_model, text_input
 from tfnlp.command_line import ArgumentParser, add_boolean_flag
 
 PROGRAM = "python -m pipelines.lm_data"
@@ -144,9 +144,4 @@ def parse_arguments(argv=None):
         SystemExit: a flag is missing, invalid or inconsistent (status 2,
             one line naming every problem).
     """
-    parser = build_parser()
-    flags, beam_arguments = parser.parse_known_args(argv)
-    problems = flag_problems(flags)
-    if problems:
-        parser.error(" ".join(problems))
-    return flags, beam_arguments
+    return job.parse_job_arguments(build_parser(), flag_problems, argv)
