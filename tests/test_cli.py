@@ -34,6 +34,7 @@ PYTHON_M_MODULES = {
     "pretraining-data": "pipelines.pretraining_data",
     "translation-data": "pipelines.translation_data",
     "lm-data": "pipelines.lm_data",
+    "distillation-data": "pipelines.distillation_data",
     "pretrain": "trainer.pretrain",
     "finetune": "trainer.finetune",
     "translate": "trainer.translate",
@@ -58,6 +59,8 @@ MISTAKES = {
     "translation-data": ["--source_file={missing}", "--target_file={text}",
                          "--output_dir={output}"],
     "lm-data": ["--input_file={missing}", "--output_dir={output}"],
+    "distillation-data": ["--labelled_file={missing}", "--teacher_export={text}",
+                          "--output_dir={output}"],
     "pretrain": ["--train_data={missing}*", "--model_dir={output}", "--global_batch_size=2",
                  "--train_steps=1", "--warmup_steps=0"],
     "finetune": ["--task=classification", "--train_data={missing}", "--vocab_file={text}",
@@ -222,7 +225,8 @@ def test_verbose_prints_the_traceback_first(paths, capsys):
     (["average_checkpoints"], "unknown command 'average_checkpoints'; did you mean average?"),
     (["pipelines.wordpiece_vocab"], "did you mean wordpiece-vocab?"),
     (["xyz", "--help"], "unknown command 'xyz'; the commands are wordpiece-vocab, "
-                        "pretraining-data, translation-data, lm-data, pretrain,"),
+                        "pretraining-data, translation-data, lm-data, distillation-data, "
+                        "pretrain,"),
     ([], "no command given; expected one of wordpiece-vocab,"),
     (["--verbose"], "unrecognized arguments: --verbose."),
 ])

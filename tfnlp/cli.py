@@ -116,8 +116,9 @@ class Subcommand:
             self.runner(self.module, arguments)
 
 
-# Only the WordPiece job loads TensorFlow in the launching process; the
-# others would pay seconds and hundreds of MB for an import they never use.
+# Only the WordPiece and distillation jobs load TensorFlow in the launching
+# process; the others would pay seconds and hundreds of MB for an import
+# they never use.
 BEAM_FRAMEWORKS = ("apache_beam",)
 SUBCOMMANDS = (
     Subcommand("wordpiece-vocab", "pipelines.wordpiece_vocab",
@@ -132,6 +133,9 @@ SUBCOMMANDS = (
     Subcommand("lm-data", "pipelines.lm_data",
                "Write causal language-model TFRecords (packed windows) from raw text (Beam).",
                run_beam_job, BEAM_FRAMEWORKS),
+    Subcommand("distillation-data", "pipelines.distillation_data",
+               "Label a distillation transfer set with a fine-tuned teacher's logits (Beam).",
+               run_beam_job, ("tensorflow", "apache_beam")),
     Subcommand("pretrain", "trainer.pretrain",
                "Pretrain BERT (masked LM and next sentence) on tf.distribute."),
     Subcommand("finetune", "trainer.finetune",
