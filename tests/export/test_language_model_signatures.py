@@ -123,14 +123,19 @@ def repeats_a(tokenizer):
 def test_the_tokenizer_s_non_text_ids_are_never_generated(repeats_a, tokenizer):
     signatures = LanguageModelSignatures(repeats_a, tokenizer, max_new_tokens=MAX_NEW_TOKENS)
     assert signatures.decoder.suppressed_token_ids == tokenizer.non_text_ids == (0, 1)
-    outputs = signatures.generate_with_options(tf.constant(["ROMEO:", ""]), **options(2))
+    # Traced: an eager decoding loop takes seconds a step.
+    outputs = tf.function(signatures.generate_with_options)(
+        tf.constant(["ROMEO:", ""]), **options(2))
     assert [text.decode() for text in outputs["completions"].numpy()] == [
         "a" * MAX_NEW_TOKENS] * 2
     assert outputs["new_tokens"].numpy().tolist() == [MAX_NEW_TOKENS] * 2
     # Without suppression: <unk> every time, a U+FFFD each.
     unsuppressed = LanguageModelSignatures(repeats_a, tokenizer, max_new_tokens=MAX_NEW_TOKENS,
                                            suppressed_token_ids=())
-    assert unsuppressed.complete(["ROMEO:"]) == ["\ufffd" * MAX_NEW_TOKENS]
+    outputs = tf.function(unsuppressed.generate_with_options)(
+        tf.constant(["ROMEO:"]), **options(1))
+    assert [text.decode() for text in outputs["completions"].numpy()] == [
+        "\ufffd" * MAX_NEW_TOKENS]
 
 
 def test_a_stop_string_ends_generation_right_after_it_and_cuts_the_completion(

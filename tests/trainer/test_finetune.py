@@ -55,6 +55,9 @@ def common_flags(root, **overrides):
         "dropout": 0.0,
         "verbose": 0,
         "eval_every_epochs": 0,
+        # XLA compiles a step per bucket width: seconds each. One test
+        # (evaluations every n steps) runs with it.
+        "jit_compile": "false",
     }
     values.update(overrides)
     return [f"--{name}={value}" for name, value in values.items()]
@@ -306,14 +309,14 @@ def classification_flags(root, model_dir, *extra):
             f"--vocab_size={VOCAB_SIZE}", "--hidden_dropout=0", "--attention_dropout=0",
             f"--train_data={root}/train.csv", f"--eval_data={root}/eval.csv",
             f"--model_dir={model_dir}", "--warmup_steps=4", "--progress_every_seconds=0",
-            *extra, *common_flags(root)]
+            *common_flags(root), *extra]
 
 
 def test_evaluations_every_n_steps_keep_the_best_checkpoint(root):
     model_dir = root / "every_steps"
     results = finetune.main(classification_flags(
         root, model_dir, "--train_steps=30", "--eval_every_steps=10",
-        "--bucket_boundaries=8"))
+        "--bucket_boundaries=8", "--jit_compile"))
     best = json.loads((model_dir / "best" / "best.json").read_text())
     assert best["step"] in (10, 20, 30)
     # The final evaluation is the best checkpoint's.
