@@ -25,7 +25,8 @@ after a warm-up call):
 - the `generate_with_options` signature of a SavedModel export
   (`tfnlp.export.LanguageModelSignatures`, character tokenizer in the
   graph, loaded back with `tf.saved_model.load`) against the same
-  generation of the in-process Keras model (tokenized ids in, ids out),
+  generation of the in-process Keras model (the same options, the stop
+  string included; tokenized ids in, ids out),
   at batch 1 (goal: at most 1.1x its time).
 
 Prints a table and writes JSON (`--output`, default
@@ -137,7 +138,7 @@ def export_case(model, flags, folder):
     prompt_ids, lengths = signatures.prompt_ids(tf.constant([prompt]))
     in_process = tf.function(lambda: signatures.generate_ids(
         tf.constant([prompt]), options["temperature"], options["top_k"], options["top_p"],
-        options["max_new_tokens"], options["seed"]))
+        options["max_new_tokens"], options["seed"], options["stop"]))
     return exported, median_seconds(in_process, flags.repeats), int(lengths[0])
 
 
