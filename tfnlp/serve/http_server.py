@@ -149,8 +149,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
         except Exception as error:
             status, message, headers = self._error_answer(error)
             data = rest_api.json_bytes(rest_api.error_body(message))
-        self._send(status, data, headers)
+        # Logged before the response goes out, so that a client that stops
+        # the server once it has its answer finds the request in the log.
         self._log_request(status, started)
+        self._send(status, data, headers)
 
     do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _handle
 
@@ -330,8 +332,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         phrase = message or http.HTTPStatus(code).phrase
         data = rest_api.json_bytes(rest_api.error_body(
             f"{phrase}. The paths served are {_API_SUMMARY}."))
-        self._send(code, data, {})
         self._log_request(code, started)
+        self._send(code, data, {})
 
     def log_request(self, code="-", size="-"):
         """Does nothing: `_handle` logs each request once, with its latency."""
