@@ -35,8 +35,8 @@ stats in `distillation_data_stats`):
    labelled text winning over the same text augmented or unlabelled, each
    keyed by the SHA-256 of its text.
 5. `teacher_inference.LabelTransferSet`: Beam's `RunInference` with
-   `TeacherModelHandler` (batches of `--teacher_batch_size` texts, every
-   call padded to that size) gives each text its logits; each becomes a
+   `TeacherModelHandler` (batches of `--teacher_batch_size` texts, each
+   text called alone) gives each text its logits; each becomes a
    record of `tfnlp.data.distillation_schema`.
 6. `WriteShardedTFRecords` writes the shards, sorted; the labels and the
    stats are written beside them.

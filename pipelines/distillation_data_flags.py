@@ -90,7 +90,7 @@ def build_parser():
                          "logits.")
     teacher.add_argument("--teacher_batch_size", type=int,
                          default=DEFAULT_TEACHER_BATCH_SIZE,
-                         help="Texts per call of the teacher (every call is padded to it).")
+                         help="Texts RunInference hands the teacher at once (each is called alone).")
 
     records = parser.add_argument_group("records")
     records.add_argument("--num_shards", type=int, default=DEFAULT_NUM_SHARDS,

@@ -23,11 +23,13 @@ Beam's `ModelHandler` instead, with the same batching arguments, so
 `RunInference` batches, shares the model between a worker's threads and
 reports its metrics as it does for its own handlers.
 
-Batches are padded with empty texts to exactly `batch_size` rows before
-the call, so that every call has the same shape: a text's logits then
-depend on the text alone, not on which texts a runner happened to batch
-with it or how many, and the shards are the same bytes whatever the
-number of workers.
+Each text is its own call of the signature (one row): a classifier's
+text signature cuts its batch to the longest text (`tfnlp.export.
+bert_signatures.trim_to_longest`), and a float's last bits depend on the
+shapes it was computed in, so a text batched with others could get other
+bits than alone. Alone, a text's logits depend on the text alone, not on
+which texts a runner happened to batch with it or how many, and the
+shards are the same bytes whatever the number of workers.
 """
 
 import dataclasses
@@ -142,17 +144,16 @@ class TeacherModelHandler(ModelHandler):
 
     `load_model` loads the SavedModel (TensorFlow and the tensorflow-text
     ops on the worker, once per process: `RunInference` shares it between
-    threads); `run_inference` calls `serving_default` on a batch of texts
-    (str), padded with empty texts to `batch_size` rows, and returns a
-    `PredictionResult` per text whose `inference` is its float32 logits
-    (`[classes]`). `RunInference` batches exactly `batch_size` texts where
-    a bundle has them (the handler's `min_batch_size` and
-    `max_batch_size`).
+    threads); `run_inference` calls `serving_default` on each text (str)
+    of a batch alone, and returns a `PredictionResult` per text whose
+    `inference` is its float32 logits (`[classes]`). `RunInference`
+    batches exactly `batch_size` texts where a bundle has them (the
+    handler's `min_batch_size` and `max_batch_size`).
 
     Args:
         saved_model_dir: the SavedModel's version directory
             (`TeacherExport.path`).
-        batch_size: the texts per call of the signature.
+        batch_size: the texts `RunInference` hands `run_inference` at once.
         signature_name: the signature to call; it takes `text` (a string
             `[batch]`).
         output_name: its output of float32 `[batch, classes]`.
@@ -187,14 +188,10 @@ class TeacherModelHandler(ModelHandler):
         import tensorflow as tf
 
         signature = model.signatures[self.signature_name]
-        texts = list(batch)
         results = []
-        for start in range(0, len(texts), self.batch_size):
-            chunk = texts[start:start + self.batch_size]
-            padded = chunk + [""] * (self.batch_size - len(chunk))
-            outputs = signature(**{TEXT_INPUT: tf.constant(padded)})
-            logits = outputs[self.output_name].numpy()[:len(chunk)]
-            results.extend(PredictionResult(text, row) for text, row in zip(chunk, logits))
+        for text in batch:
+            outputs = signature(**{TEXT_INPUT: tf.constant([text])})
+            results.append(PredictionResult(text, outputs[self.output_name].numpy()[0]))
         return results
 
     def get_num_bytes(self, batch):

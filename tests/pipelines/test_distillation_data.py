@@ -134,10 +134,12 @@ def test_records_hold_the_exports_own_logits_for_their_text(job_run, teacher_exp
     _, _, records = job_run
     texts = [record["text"] for record in records]
     expected = export_logits(teacher_export, texts)
+    tolerance = 1e-5
     np.testing.assert_allclose([record["teacher_logits"] for record in records], expected,
-                               rtol=0, atol=1e-5)
-    # Misaligned logits would be seen: the texts' logits differ by far more.
-    assert np.abs(expected - np.roll(expected, 1, axis=0)).max(axis=1).min() > 1e-4
+                               rtol=0, atol=tolerance)
+    # Misaligned logits would be seen: each text's logits differ from the
+    # next one's by more than the tolerance.
+    assert np.abs(expected - np.roll(expected, 1, axis=0)).max(axis=1).min() > 2 * tolerance
 
 
 def test_the_transfer_set_is_distinct_unexcluded_text_of_each_origin(job_run):
@@ -338,14 +340,14 @@ def test_each_record_holds_its_own_texts_logits_label_and_origin():
             equal_to([(8, 4, 4, agreeing, 4)]), label="Counts")
 
 
-def test_teacher_calls_are_padded_to_the_batch_size(teacher_export):
+def test_a_texts_logits_do_not_depend_on_its_batch(teacher_export):
     handler = TeacherModelHandler(str(teacher_export / "1"), batch_size=4)
     model = handler.load_model()
     texts = ["a good film", "the plot", "fun", "a", "the film was fun"]
     results = handler.run_inference(texts, model)
     assert [result.example for result in results] == texts
     alone = [handler.run_inference([text], model)[0].inference for text in texts]
-    # Padded to 4 rows, a text's logits do not depend on its batch.
+    # Each text is called alone, so its logits are the same bits in any batch.
     assert np.array_equal(np.stack([result.inference for result in results]), np.stack(alone))
 
 

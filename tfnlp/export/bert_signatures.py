@@ -264,7 +264,9 @@ class BertClassifierSignatures(BertSignatures):
     """`serving_default` (text) and `classify_ids`: the label of each
     example (`BertClassifier`) or of each token (`BertTokenClassifier`).
 
-    Outputs of a `BertClassifier`: `label` string `[batch]`, `class_id`
+    The text signature of a `BertClassifier` runs the model on its batch
+    cut to the longest text (`trim_to_longest`), not padded to the
+    preprocessor's `sequence_length`. Its outputs: `label` string `[batch]`, `class_id`
     int32 `[batch]`, `probabilities` float32 `[batch, classes]` and
     `logits` float32 `[batch, classes]` (the scores before the softmax,
     which a distillation teacher hands its student: see
@@ -334,6 +336,8 @@ class BertClassifierSignatures(BertSignatures):
 
     def text_outputs(self, text):
         inputs = self.preprocessor(text)
+        if not self.per_token:
+            inputs = trim_to_longest(inputs)
         outputs = self.outputs(inputs)
         if self.per_token:
             tokens = self.preprocessor.tokenizer.id_to_token(inputs["input_ids"])
@@ -449,3 +453,23 @@ def signatures_for(model, preprocessor=None, labels=None, **options):
         f"No serving signatures for a {type(model).__name__}; export a BertEncoder, "
         "BertPretrainingModel, BertClassifier, BertTokenClassifier or BertSpanExtractor."
     )
+
+
+def trim_to_longest(inputs):
+    """Packed inputs cut to the longest row's length (at least 1).
+
+    A text's padding changes nothing a sequence classifier outputs (the
+    encoder masks it out), but costs as much as text: cut, a batch of short
+    sentences runs on their length, not on the preprocessor's
+    `sequence_length`.
+
+    Example:
+
+    >>> inputs = {"input_ids": tf.constant([[2, 7, 3, 0], [2, 3, 0, 0]]),
+    ...           "input_mask": tf.constant([[1, 1, 1, 0], [1, 1, 0, 0]]),
+    ...           "segment_ids": tf.zeros([2, 4], tf.int32)}
+    >>> trim_to_longest(inputs)["input_ids"].numpy().tolist()
+    [[2, 7, 3], [2, 3, 0]]
+    """
+    width = tf.maximum(tf.reduce_max(tf.reduce_sum(inputs["input_mask"], axis=1)), 1)
+    return {name: values[:, :width] for name, values in inputs.items()}
