@@ -101,7 +101,9 @@ def distilled_bert_classifier(teacher, num_layers, num_classes, dropout=0.1,
 
     The student's config is the teacher's with `num_layers` (and
     `config_overrides`, such as dropouts). Its embeddings (token, segment,
-    position, their LayerNorm) and pooler are the teacher's; its layer `i`
+    position, their LayerNorm), pooler and pooling (a classifier
+    teacher's, such as the mean of a sentence-transformers checkpoint) are
+    the teacher's; its layer `i`
     is the teacher's layer `teacher_layer_indices(...)[i]`; its
     classification layer is the teacher's when the teacher is a
     `BertClassifier` of `num_classes` classes, else new.
@@ -141,7 +143,9 @@ def distilled_bert_classifier(teacher, num_layers, num_classes, dropout=0.1,
     indices = teacher_layer_indices(source.config.num_layers, num_layers)
     config = BertConfig.from_dict({**source.config.to_dict(), **(config_overrides or {}),
                                    "num_layers": int(num_layers)})
-    student = BertClassifier(BertEncoder(config), num_classes=num_classes, dropout=dropout)
+    pooling = teacher.pooling if isinstance(teacher, BertClassifier) else "pooled_output"
+    student = BertClassifier(BertEncoder(config), num_classes=num_classes, dropout=dropout,
+                             pooling=pooling)
     for name in COPIED_ENCODER_LAYERS:
         getattr(student.encoder, name).set_weights(getattr(source, name).get_weights())
     for student_layer, index in zip(student.encoder.transformer_layers, indices):

@@ -289,6 +289,13 @@ def test_the_bert_student_starts_from_every_other_teacher_layer():
     assert_same_weights(student.classifier_dense, teacher.classifier_dense)
 
 
+def test_the_bert_student_pools_as_its_teacher_does():
+    teacher = tiny_teacher(len(WORDPIECES))
+    mean_teacher = BertClassifier(teacher.encoder, num_classes=2, pooling="mean")
+    assert distilled_bert_classifier(mean_teacher, 3, num_classes=2)[0].pooling == "mean"
+    assert distilled_bert_classifier(teacher, 3, num_classes=2)[0].pooling == "pooled_output"
+
+
 @pytest.fixture(scope="module")
 def teacher_dir(data):
     """A trainer.finetune run of a 6-layer teacher, as that trainer writes it."""
