@@ -195,7 +195,9 @@ def load_run_model(model_dir, checkpoint=""):
                         record.get("pooling", "pooled_output"))
     prefix = (find_checkpoint(checkpoint, "--checkpoint") if checkpoint
               else best_checkpoint(model_dir) or find_checkpoint(model_dir, "--model_dir"))
-    status = tf.train.Checkpoint(model=model).restore(prefix)
+    # `read`, not `restore`: a best checkpoint (`Checkpoint.write`) has no
+    # save counter to match.
+    status = tf.train.Checkpoint(model=model).read(prefix)
     try:
         status.assert_existing_objects_matched()
     except AssertionError as error:

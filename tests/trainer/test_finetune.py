@@ -326,6 +326,11 @@ def test_evaluations_every_n_steps_keep_the_best_checkpoint(root):
                    event_values(str(model_dir / "validation"))["epoch_accuracy"]]
     assert len(evaluations) == 3
     assert best["accuracy"] == pytest.approx(max(evaluations))
+    # trainer.export reads the best checkpoint (written without a save counter).
+    model, _ = export.load_trained_model(str(model_dir))
+    written = tf.train.load_variable(str(model_dir / "best" / "ckpt"),
+                                     "model/classifier_dense/_kernel/.ATTRIBUTES/VARIABLE_VALUE")
+    np.testing.assert_array_equal(model.classifier_dense.kernel.numpy(), written)
 
 
 def test_stop_time_hours_ends_training_early(root):
