@@ -106,6 +106,10 @@ BENCHMARKS = {benchmark.name: benchmark for benchmark in (
     Benchmark("serving",
               "serving latency and throughput against Keras calls and Python tokenization",
               quick_flags=("--quick",), minutes=1.5),
+    Benchmark("classifier_serving",
+              "distillation students against their teacher through the REST server: "
+              "p50/p99 latency at batch 1, throughput at batch 32",
+              quick_flags=("--quick",), minutes=4),
     Benchmark("serving_memory",
               "the REST server's peak memory under load, with and without its limits",
               quick_flags=("--quick",), minutes=1.5),

@@ -58,7 +58,7 @@ def _percentile(sorted_values, fraction):
 
 
 def run_load_test(url, body=None, requests=2000, concurrency=16, timeout_seconds=300.0,
-                  check=None):
+                  check=None, keep_latencies=False):
     """Sends `requests` requests to `url` over `concurrency` connections.
 
     Args:
@@ -73,6 +73,8 @@ def run_load_test(url, body=None, requests=2000, concurrency=16, timeout_seconds
             bytes of each 200 answer; what it returns, if not None, is the
             description of a wrong answer, and the request counts as an
             error.
+        keep_latencies: also return every request's latency, in the order
+            they ended (`latencies_ms`), for percentiles over several runs.
 
     Returns:
         A dict with `requests` (answered or failed), `errors` (not 200, or
@@ -130,6 +132,7 @@ def run_load_test(url, body=None, requests=2000, concurrency=16, timeout_seconds
         thread.join(max(deadline - time.monotonic(), 0) + 1)
     elapsed = time.perf_counter() - started
     latencies = sorted(results.latencies_ms)
+    kept = {"latencies_ms": list(results.latencies_ms)} if keep_latencies else {}
     return {
         "requests": len(latencies),
         "errors": results.errors,
@@ -138,6 +141,7 @@ def run_load_test(url, body=None, requests=2000, concurrency=16, timeout_seconds
         "requests_per_second": round(len(latencies) / elapsed, 1),
         "timed_out": len(latencies) < requests,
         "first_error": results.first_error,
+        **kept,
     }
 
 
