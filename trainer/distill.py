@@ -76,6 +76,7 @@ from trainer.checkpoints import BestCheckpoint, latest_step, read_run_config
 from trainer.distill_flags import (
     DATA_WRITER,
     DEFAULT_SEQUENCE_LENGTH,
+    TEACHER_WORD_VECTORS,
     check_paths,
     parse_flags,
 )
@@ -92,6 +93,7 @@ from trainer.distillation_models import (
     export_student,
     run_config,
     serving_record,
+    teacher_word_vectors,
 )
 from trainer.export import load_trained_model
 from trainer.model_registry import model_family
@@ -143,11 +145,12 @@ def teacher_dev_logits(teacher, record, texts):
     return np.concatenate([np.asarray(part, np.float32) for part in logits])
 
 
-def word_embeddings(flags, vocabulary):
+def word_embeddings(flags, vocabulary, teacher=None, teacher_record=None):
     """The BiLSTM's constructor arguments of `--word_vectors`: the matrix
-    aligned with `vocabulary` and its size (none without the flag). A
-    resumed run takes the embeddings from its checkpoint and the size from
-    its config.json instead of reading the file again."""
+    aligned with `vocabulary` and its size (none without the flag), from a
+    file or, with `--word_vectors=teacher`, from the teacher's WordPiece
+    embeddings. A resumed run takes the embeddings from its checkpoint and
+    the size from its config.json instead of reading the file again."""
     if not flags.word_vectors:
         return {}
     if latest_step(flags.model_dir):
@@ -155,6 +158,13 @@ def word_embeddings(flags, vocabulary):
         LOGGER.info("Resuming: the embeddings come from the checkpoint, not from %s.",
                     flags.word_vectors)
         return {"embedding_dim": config["config"]["embedding_dim"]}
+    if flags.word_vectors == TEACHER_WORD_VECTORS:
+        tokenizer = BertTokenizer(teacher_record["vocab_file"],
+                                  lower_case=teacher_record.get("lower_case", True))
+        vectors = teacher_word_vectors(teacher, tokenizer, vocabulary)
+        LOGGER.info("Word vectors: the mean of the teacher's WordPiece embeddings of each "
+                    "of the %d words (%d dimensions).", len(vocabulary), vectors.shape[1])
+        return {"embedding_weights": vectors, "embedding_dim": int(vectors.shape[1])}
     alignment = align_word_vectors(
         flags.word_vectors, vocabulary, padding_ids=(0,), seed=flags.seed,
         format=flags.word_vectors_format, dimension=flags.embedding_dim)
@@ -166,7 +176,8 @@ def word_embeddings(flags, vocabulary):
             "embedding_dim": int(alignment.embeddings.shape[1])}
 
 
-def bilstm_student(flags, run, train_files, num_classes, origins):
+def bilstm_student(flags, run, train_files, num_classes, origins, teacher=None,
+                   teacher_record=None):
     """The BiLSTM student, its `WordTokenizer` (its sequence length in
     words) and the vocabulary file of the serving record."""
     path, _ = word_vocabulary(run, train_files, num_classes, origins,
@@ -175,7 +186,7 @@ def bilstm_student(flags, run, train_files, num_classes, origins):
     tokenizer = WordTokenizer(path, sequence_length=sequence_length)
     family = model_family("bilstm")
     arguments = {**family.flag_arguments(flags),
-                 **word_embeddings(flags, tokenizer.vocabulary)}
+                 **word_embeddings(flags, tokenizer.vocabulary, teacher, teacher_record)}
     model = family.build(flags.config, vocabulary_size=tokenizer.vocabulary_size,
                          num_classes=num_classes, **arguments)
     vocab_file = os.path.join(flags.model_dir, os.path.basename(path))
@@ -232,7 +243,7 @@ def build_training(flags, run):
         model_settings = {**model.config.to_dict(), "num_classes": num_classes}
     else:
         model, tokenizer, vocab_file = bilstm_student(flags, run, train_files, num_classes,
-                                                      origins)
+                                                      origins, teacher, teacher_record)
         sequence_length, lower_case = tokenizer.sequence_length, True
         model_settings = model.get_config()
     widths = (length_buckets.bucket_widths(flags.bucket_boundaries, sequence_length)

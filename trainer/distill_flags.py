@@ -22,6 +22,8 @@ from trainer.tasks.distillation import OBJECTIVES, TEACHER_LOSSES
 DATA_WRITER = "pipelines.distillation_data"
 # The peak learning rate of each student when --learning_rate is not given.
 DEFAULT_LEARNING_RATES = {"bilstm": 1e-3, "bert": 5e-5}
+# --word_vectors' value for vectors made from the teacher's WordPiece embeddings.
+TEACHER_WORD_VECTORS = "teacher"
 DEFAULT_SEQUENCE_LENGTH = 128
 # The share of the steps used for the warmup when --warmup_steps is not given.
 DEFAULT_WARMUP_FRACTION = 0.1
@@ -114,7 +116,8 @@ def distillation_parser():
                          help="BiLSTM: leave out the words seen fewer times.")
     student.add_argument("--word_vectors", default="",
                          help="BiLSTM: a word2vec or GloVe file whose vectors start the "
-                              "embeddings (sets --embedding_dim).")
+                              "embeddings (sets --embedding_dim); 'teacher': the mean of "
+                              "the --teacher's WordPiece embeddings of each word.")
     student.add_argument("--word_vectors_format", choices=WORD_VECTOR_FORMATS,
                          default="auto")
     add_boolean_flag(student, "freeze_word_vectors", False,
@@ -202,7 +205,11 @@ def check_paths(flags):
     if flags.labels_file:
         check_input_file("--labels_file", flags.labels_file,
                          'a JSON list of labels, such as ["negative", "positive"]')
-    if flags.word_vectors:
+    if flags.word_vectors == TEACHER_WORD_VECTORS and not flags.teacher:
+        raise UsageError("--word_vectors=teacher takes the --teacher's WordPiece embeddings: "
+                         "give --teacher (a trainer.finetune run or a Hugging Face BERT "
+                         "directory), or a word-vector file.")
+    if flags.word_vectors and flags.word_vectors != TEACHER_WORD_VECTORS:
         check_input_file("--word_vectors", flags.word_vectors,
                          "a word2vec (binary or text) or GloVe file")
     if flags.teacher and "://" not in flags.teacher and not os.path.isdir(flags.teacher):

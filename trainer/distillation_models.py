@@ -26,6 +26,8 @@ import logging
 import os
 
 import keras
+import numpy as np
+import tensorflow as tf
 
 from tfnlp.export import BertTextPreprocessor, export_saved_model
 from tfnlp.export.saved_model import write_next_version
@@ -156,6 +158,49 @@ def distilled_bert_classifier(teacher, num_layers, num_classes, dropout=0.1,
         LOGGER.info("The teacher has no classification layer of %d classes: the student's "
                     "starts from random weights.", num_classes)
     return student, indices
+
+
+def teacher_word_vectors(teacher, tokenizer, vocabulary, padding_ids=(0,)):
+    """Word vectors for a word-level student from a BERT teacher's input
+    embeddings: each word's row is the mean of the teacher's embeddings of
+    its WordPieces.
+
+    Where no word2vec or GloVe file is at hand, the teacher's own
+    pretrained WordPiece embeddings are vectors of the same vocabulary
+    the transfer set is written in. Written here because no library
+    builds word vectors from a subword embedding table.
+
+    Args:
+        teacher: a `BertClassifier`, `BertPretrainingModel` or
+            `BertEncoder`.
+        tokenizer: the teacher's `BertTokenizer`.
+        vocabulary: the student's tokens in id order (a list of str).
+        padding_ids: the ids whose rows are zeros.
+
+    Returns:
+        A float32 numpy matrix `(len(vocabulary), teacher hidden size)`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from tfnlp.models import BertConfig
+    >>> from tfnlp.text import write_vocabulary
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> write_vocabulary(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "good", "##ness"], path)
+    >>> encoder = BertEncoder(BertConfig.preset("tiny", vocab_size=6, num_layers=1))
+    >>> vectors = teacher_word_vectors(encoder, BertTokenizer(path), ["", "[UNK]", "goodness"])
+    >>> table = encoder.token_embedding_matrix.numpy()
+    >>> np.allclose(vectors[2], table[[4, 5]].mean(axis=0)), vectors[0].any()
+    (True, False)
+    """
+    table = np.asarray(keras.ops.convert_to_numpy(
+        teacher_encoder(teacher).token_embedding_matrix), np.float32)
+    pieces = tokenizer.tokenize(tf.constant([str(word) for word in vocabulary]))
+    lengths = np.maximum(pieces.row_lengths().numpy(), 1)[:, None]
+    vectors = tf.reduce_sum(tf.gather(table, pieces), axis=1).numpy() / lengths
+    vectors[list(padding_ids)] = 0.0
+    return vectors.astype(np.float32)
 
 
 def run_config(model):

@@ -24,6 +24,7 @@ from tfnlp.models import BertClassifier, BertConfig, BertEncoder
 from tfnlp.serve.http_server import start_server
 from tfnlp.serve.model_store import ModelStore
 from tfnlp.text import BertTokenizer, WordTokenizer, write_vocabulary
+from tfnlp.command_line import UsageError
 from trainer import distill, export
 from trainer.distillation_models import distilled_bert_classifier, load_student
 from trainer.tasks.distillation import DistillationTask
@@ -349,3 +350,32 @@ def test_the_bert_student_exports_like_a_bert_classifier(bert_run, tmp_path):
         assert {"label", "class_id", "probabilities"} <= set(outputs)
         np.testing.assert_allclose(outputs["probabilities"].numpy(), expected, atol=1e-5)
 
+
+
+def test_teacher_word_vectors_start_the_bilstm_embeddings(data, teacher_dir):
+    folder, teacher = teacher_dir
+    model_dir = data["root"] / "bilstm_teacher_vectors"
+    distill.main(distill_flags(data["train"], model_dir, teacher=folder,
+                               word_vectors="teacher", train_steps=1, learning_rate=1e-9,
+                               config=None, embedding_dim=None))
+    vocabulary = (model_dir / "vocabulary.txt").read_text().split()
+    student = load_student(str(model_dir))
+    embeddings = student.token_embedding.embeddings.numpy()
+    assert embeddings.shape[1] == teacher.encoder.config.hidden_size
+    table = teacher.encoder.token_embedding_matrix.numpy()
+    # The words are one WordPiece each (the ids start after padding and
+    # [UNK]); "[mask]" is three: "[", "mask" and "]", all [UNK] here.
+    words = [(index + 2, word) for index, word in enumerate(vocabulary)]
+    checked = [(index, WORDPIECES.index(word)) for index, word in words if word in WORDPIECES]
+    assert len(checked) == len(vocabulary) - 1
+    for index, piece in checked:
+        np.testing.assert_allclose(embeddings[index], table[piece], atol=1e-6)
+    mask_index = 2 + vocabulary.index("[mask]")
+    np.testing.assert_allclose(embeddings[mask_index], table[WORDPIECES.index("[UNK]")],
+                               atol=1e-6)
+    assert not embeddings[0].any()
+
+
+def test_teacher_word_vectors_need_a_teacher(data, tmp_path):
+    with pytest.raises(UsageError, match="give --teacher"):
+        distill.main(distill_flags(data["train"], tmp_path / "run", word_vectors="teacher"))
