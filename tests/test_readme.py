@@ -18,7 +18,8 @@ def code_blocks(page, language=""):
     """The fenced code blocks of `page` (from the repository root) in
     `language` ("" for blocks without one)."""
     text = (REPOSITORY / page).read_text(encoding="utf-8")
-    return re.findall(rf"^```{language}\n(.*?)^```", text, re.DOTALL | re.MULTILINE)
+    blocks = re.findall(r"^```(\w*)\n(.*?)^```$", text, re.DOTALL | re.MULTILINE)
+    return [body for name, body in blocks if name == language]
 
 
 def shell_commands(block):
@@ -65,10 +66,12 @@ BEAM_OPTIONS = {"--runner", "--project", "--region", "--temp_location", "--setup
 
 def flag_parser(subcommand):
     """The function that parses a subcommand's flags."""
+    import pipelines.distillation_data_flags
     import pipelines.lm_data_flags
     import pipelines.pretraining_data
     import pipelines.wordpiece_vocab_flags
     import tfnlp.serve.__main__
+    import trainer.distill_flags
     import trainer.export
     import trainer.finetune_flags
     import trainer.lm_flags
@@ -80,6 +83,8 @@ def flag_parser(subcommand):
         "finetune": trainer.finetune_flags.parse_flags,
         "lm-data": pipelines.lm_data_flags.parse_arguments,
         "lm": trainer.lm_flags.parse_flags,
+        "distillation-data": pipelines.distillation_data_flags.parse_arguments,
+        "distill": trainer.distill_flags.parse_flags,
         "export": trainer.export.parse_flags,
         "serve": tfnlp.serve.__main__.parse_flags,
     }[subcommand]
