@@ -191,7 +191,7 @@ def teacher_word_vectors(teacher, tokenizer, vocabulary, padding_ids=(0,)):
     >>> encoder = BertEncoder(BertConfig.preset("tiny", vocab_size=6, num_layers=1))
     >>> vectors = teacher_word_vectors(encoder, BertTokenizer(path), ["", "[UNK]", "goodness"])
     >>> table = encoder.token_embedding_matrix.numpy()
-    >>> np.allclose(vectors[2], table[[4, 5]].mean(axis=0)), vectors[0].any()
+    >>> bool(np.allclose(vectors[2], table[[4, 5]].mean(axis=0))), bool(vectors[0].any())
     (True, False)
     """
     table = np.asarray(keras.ops.convert_to_numpy(
