@@ -308,5 +308,20 @@ def test_a_queue_that_emptied_serves_later_requests():
     assert [result["y"].item() for result in first + second] == [2, 4]
 
 
+def test_a_lone_request_runs_in_its_callers_thread():
+    # No hand-over to a worker thread and back: a batch-1 request's latency
+    # is its call's.
+    threads = []
+
+    def record_thread(inputs):
+        threads.append(threading.current_thread())
+        return {"y": inputs["x"]}
+
+    batcher = Batcher(max_batch_size=16, batch_timeout_micros=0)
+    for value in (1, 2):
+        assert run_once(batcher, "same", record_thread, {"x": np.array([[value]])})["y"].item() == value
+    assert threads == [threading.current_thread()] * 2
+
+
 def test_the_batch_timeout_is_given_in_microseconds():
     assert Batcher(batch_timeout_micros=250_000).batch_timeout_seconds == 0.25

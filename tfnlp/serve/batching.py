@@ -9,8 +9,10 @@ after its first request arrived, whichever comes first.
 
 Only requests whose inputs have the same shapes apart from the leading
 dimension can be concatenated, so each queue holds one such shape (and one
-signature of one version); its worker thread runs while the queue has
-requests. A request of more than `max_batch_size` rows is split into
+signature of one version). A request that finds its queue idle runs the
+first batch in its caller's thread, so a lone request costs no hand-over
+between threads; the requests still waiting when that batch ends are run
+by a worker thread until the queue is empty. A request of more than `max_batch_size` rows is split into
 batches of `max_batch_size` rows, run one after the other (the last, smaller
 one can merge with other requests), so that no call, and no call's
 activations, is larger than `max_batch_size` rows, whatever a client sends.
@@ -44,6 +46,8 @@ class _Queue:
         self.function = function
         self.pending = collections.deque()
         self.arrived = threading.Condition(lock)
+        # A thread (a request's caller, or a worker) takes batches off it.
+        self.running = False
 
 
 class Batcher:
@@ -112,11 +116,29 @@ class Batcher:
             queue = self._queues.get(key)
             if queue is None:
                 queue = self._queues[key] = _Queue(function, self._lock)
-                threading.Thread(target=self._work, args=(key, queue), daemon=True,
-                                 name=f"batcher-{queue_key}").start()
             queue.pending.append(request)
             queue.arrived.notify()
+            leads = not queue.running
+            queue.running = True
+        if leads:
+            self._lead(key, queue)
         return request.future.result()
+
+    def _lead(self, key, queue):
+        """Runs the first batch of an idle queue (its caller's request comes
+        first in it) in the caller's thread, then hands the requests left,
+        if any, to a worker thread."""
+        try:
+            _run_batch(queue.function, self._next_batch(key, queue))
+        finally:
+            with self._lock:
+                left = bool(queue.pending)
+                if not left:
+                    queue.running = False
+                    del self._queues[key]
+            if left:
+                threading.Thread(target=self._work, args=(key, queue), daemon=True,
+                                 name=f"batcher-{key[0]}").start()
 
     def _work(self, key, queue):
         """Runs the batches of one queue until it is empty."""
