@@ -65,6 +65,9 @@ last epoch is then cut short), or less with `--stop_time_hours`. With
 steps, or else at the end of every `--eval_every_epochs`-th epoch; the
 checkpoint with the best validation figure (accuracy, token accuracy, or
 the span loss) is kept, and the final evaluation and the export use it.
+With `--ema_momentum` (e.g. 0.999) the optimizer keeps a moving average of
+the weights, and the evaluations, checkpoints, best checkpoint and export
+all use the average (`AveragedWeights`; Polyak and Juditsky, 1992).
 
 Writes into `--model_dir`:
 
@@ -442,6 +445,30 @@ class StopAtTime(keras.callbacks.Callback):
             self.model.stop_training = True
 
 
+class AveragedWeights(keras.callbacks.SwapEMAWeights):
+    """Puts the optimizer's moving average of the weights (`--ema_momentum`)
+    in the model for each evaluation and from the end of each epoch to the
+    start of the next, so the callbacks after it checkpoint the averaged
+    weights; the model ends training with them.
+
+    `keras.callbacks.SwapEMAWeights(swap_on_epoch=True)`, which also leaves
+    the averaged weights in the model when training stops before its last
+    epoch (`--train_steps`, `--stop_time_hours`): Keras' own callback then
+    left the raw weights there. Place it after `BackupAndRestore`, which
+    must save the raw weights, and before the callbacks that save the model.
+    """
+
+    def __init__(self):
+        super().__init__(swap_on_epoch=True)
+
+    def on_epoch_end(self, epoch, logs=None):
+        super().on_epoch_end(epoch, logs)
+        if self.model.stop_training and epoch != self.params["epochs"] - 1:
+            # fit() assigns the averages to the weights when it returns; the
+            # averages hold the raw weights now, so copy the average back.
+            self._finalize_ema_values()
+
+
 class KeepBest(keras.callbacks.Callback):
     """Keeps the checkpoint of the best validation `metric` in `best/`
     (`trainer.checkpoints.BestCheckpoint`) after each evaluation."""
@@ -543,6 +570,7 @@ def _results_names(values):
 def _callbacks(flags, run, checkpoints, step, total_steps, keep_best, mean_tokens):
     callbacks = [
         keras.callbacks.BackupAndRestore(os.path.join(flags.model_dir, "backup")),
+        *([AveragedWeights()] if flags.ema_momentum else []),
         StopAtStep(total_steps),
         EpochCheckpoint(checkpoints, step),
         keep_best,
@@ -611,6 +639,7 @@ def run(flags):
             weight_decay=flags.weight_decay,
             model=model,
             mixed_precision=flags.mixed_precision,
+            ema_momentum=flags.ema_momentum,
         )
         if flags.clip_norm:
             inner = getattr(optimizer, "inner_optimizer", optimizer)

@@ -93,6 +93,10 @@ def finetuning_parser():
     training.add_argument("--weight_decay", type=float, default=0.01)
     training.add_argument("--clip_norm", type=float, default=1.0,
                           help="Clip the gradient to this global norm; 0 for none.")
+    training.add_argument("--ema_momentum", type=float, default=0.0,
+                          help="Keep an exponential moving average of the weights with "
+                               "this momentum (e.g. 0.999); the evaluations, checkpoints "
+                               "and export use the averaged weights. 0: none.")
     add_distribution_flags(training)
     training.set_defaults(jit_compile=True)
     add_stop_time_flag(training)
@@ -135,6 +139,9 @@ def parse_flags(argv=None):
         parser.error(f"--eval_every_steps must not be negative, got {flags.eval_every_steps}.")
     if flags.learning_rate <= 0:
         parser.error(f"--learning_rate must be positive, got {flags.learning_rate}.")
+    if not 0 <= flags.ema_momentum < 1:
+        parser.error(f"--ema_momentum must be in [0, 1), e.g. 0.999, or 0 for none; "
+                     f"got {flags.ema_momentum}.")
     if flags.max_seq_length < 4:
         parser.error(f"--max_seq_length={flags.max_seq_length} is too short; use at least 4.")
     if not flags.init_checkpoint and not flags.config:

@@ -172,6 +172,7 @@ def create_optimizer(
     beta_2=0.999,
     epsilon=1e-6,
     schedule="linear",
+    ema_momentum=0.0,
 ):
     """An optimizer with its learning-rate schedule.
 
@@ -196,6 +197,9 @@ def create_optimizer(
             (Keras' `CosineDecay`: linear warmup from zero, then a cosine
             decay to a tenth of the peak at `train_steps`; GPT-2's and
             nanoGPT's).
+        ema_momentum: 0 for none, or keep an exponential moving average of
+            the weights with this momentum (Keras' `use_ema`; Polyak
+            averaging), which `keras.callbacks.SwapEMAWeights` swaps in.
 
     Returns:
         A `keras.optimizers.Optimizer`.
@@ -220,8 +224,10 @@ def create_optimizer(
         beta_1=beta_1,
         beta_2=beta_2,
         epsilon=epsilon,
-        weight_decay=weight_decay or None,
+        weight_decay=float(weight_decay or 0.0),
     )
+    if ema_momentum:
+        arguments.update(use_ema=True, ema_momentum=ema_momentum)
     if name == "adamw":
         optimizer = keras.optimizers.AdamW(**arguments)
     elif name == "lamb":

@@ -313,10 +313,12 @@ def classification_flags(root, model_dir, *extra):
 
 
 def test_evaluations_every_n_steps_keep_the_best_checkpoint(root):
+    # With averaged weights: the evaluations, the best checkpoint and the
+    # final evaluation all see the average.
     model_dir = root / "every_steps"
     results = finetune.main(classification_flags(
         root, model_dir, "--train_steps=30", "--eval_every_steps=10",
-        "--bucket_boundaries=8", "--jit_compile"))
+        "--bucket_boundaries=8", "--jit_compile", "--ema_momentum=0.9"))
     best = json.loads((model_dir / "best" / "best.json").read_text())
     assert best["step"] in (10, 20, 30)
     # The final evaluation is the best checkpoint's.

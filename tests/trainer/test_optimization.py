@@ -2,9 +2,11 @@
 
 import math
 
+import keras
 import pytest
 
-from trainer.optimization import COSINE_FINAL_FRACTION, create_optimizer, learning_rate_schedule
+from trainer.optimization import (
+    COSINE_FINAL_FRACTION, OPTIMIZERS, create_optimizer, learning_rate_schedule)
 
 
 def rates(schedule, steps, learning_rate=1e-3, train_steps=1000, warmup_steps=100):
@@ -40,3 +42,11 @@ def test_linear_reaches_zero_and_inverse_sqrt_keeps_decaying():
 def test_an_unknown_schedule_names_the_choices():
     with pytest.raises(ValueError, match="linear, inverse_sqrt, cosine"):
         rates("constant", [0])
+
+
+@pytest.mark.parametrize("name", OPTIMIZERS)
+def test_no_weight_decay_is_accepted_by_every_optimizer(name):
+    optimizer = create_optimizer(name, 1e-3, train_steps=10, weight_decay=0.0)
+    variable = keras.Variable([1.0, 2.0])
+    optimizer.apply([keras.ops.convert_to_tensor([0.5, 0.5])], [variable])
+    assert optimizer.iterations.numpy() == 1
