@@ -1,0 +1,45 @@
+"""`tools.sentence_holdout`: held-out sentences take their phrases out of
+training."""
+
+from tools import sentence_holdout
+
+ROWS = [
+    {"label": "1", "sentence": "a gorgeous , witty , seductive movie ."},
+    {"label": "1", "sentence": "a gorgeous , witty , seductive movie"},
+    {"label": "1", "sentence": "witty"},
+    {"label": "0", "sentence": "the plot is nothing but boilerplate clichés from start to finish ."},
+    {"label": "0", "sentence": "nothing but boilerplate clichés"},
+    {"label": "0", "sentence": "wit"},
+]
+
+
+def test_phrases_of_a_held_out_sentence_leave_training_and_all_rows_are_counted():
+    train, heldout, dropped = sentence_holdout.split_rows(ROWS, "sentence", fraction=0.999,
+                                                          min_words=6)
+    # Both sentences are held out (nearly all of them are); every phrase
+    # inside one is dropped, but "wit", inside a word only, is kept.
+    assert [row["sentence"] for row in heldout] == [ROWS[0]["sentence"], ROWS[3]["sentence"]]
+    assert [row["sentence"] for row in train] == ["wit"]
+    assert dropped == 3
+    assert len(train) + len(heldout) + dropped == len(ROWS)
+
+
+def test_a_sentence_is_a_longest_text_and_the_split_is_by_its_hash():
+    assert sentence_holdout.find_sentences([row["sentence"] for row in ROWS], 6) == [
+        ROWS[3]["sentence"], ROWS[0]["sentence"]]
+    train, heldout, dropped = sentence_holdout.split_rows(ROWS, "sentence", fraction=0.001,
+                                                          min_words=6)
+    assert (heldout, dropped) == ([], 0) and train == ROWS
+
+
+def test_the_command_writes_both_files_with_the_header(tmp_path, capsys):
+    source = tmp_path / "train.tsv"
+    source.write_text("label\tsentence\n" + "".join(
+        f"{row['label']}\t{row['sentence']}\n" for row in ROWS))
+    assert sentence_holdout.main([
+        f"--input={source}", f"--train_output={tmp_path / 'kept.tsv'}",
+        f"--heldout_output={tmp_path / 'heldout.tsv'}", "--fraction=0.999",
+        "--min_words=6"]) == 0
+    assert (tmp_path / "kept.tsv").read_text() == "label\tsentence\n0\twit\n"
+    assert (tmp_path / "heldout.tsv").read_text().count("\n") == 3
+    assert "2 held-out sentences, 1 training rows, 3 rows dropped" in capsys.readouterr().out
