@@ -110,6 +110,9 @@ BENCHMARKS = {benchmark.name: benchmark for benchmark in (
               "distillation students against their teacher through the REST server: "
               "p50/p99 latency at batch 1, throughput at batch 32",
               quick_flags=("--quick",), minutes=4),
+    Benchmark("bilstm_export",
+              "an exported BiLSTM classifier on the fused LSTM kernel against Keras' loop",
+              quick_flags=("--quick",), minutes=0.5, needs_data=False),
     Benchmark("serving_memory",
               "the REST server's peak memory under load, with and without its limits",
               quick_flags=("--quick",), minutes=1.5),

@@ -12,10 +12,18 @@ logits, so a client and `python -m tfnlp.serve` treat both alike. The text
 signature tokenizes with the `tfnlp.text.WordTokenizer` the model trained
 with; its vocabulary is a SavedModel asset. Every op is core TensorFlow:
 the export loads without tensorflow-text.
+
+A `BiLSTMClassifier` runs a single text (a batch of one, as a lone request
+to `tfnlp.serve` runs) with its LSTMs on TensorFlow's fused kernel
+(`tfnlp.export.fused_lstm`), which for one row is faster than Keras' step
+loop; a larger batch runs through Keras' layers, whose matrix products
+over the rows are the faster there (`python -m benchmarks bilstm_export`).
+The ids must be padded at the end of each row, as the tokenizer pads them.
 """
 
 import tensorflow as tf
 
+from tfnlp.export.fused_lstm import fusable, fused_logits
 from tfnlp.export.id_checks import check_ids
 
 _TEXT_SIGNATURE = [tf.TensorSpec([None], tf.string, name="text")]
@@ -79,10 +87,19 @@ class WordClassifierSignatures(tf.Module):
         self.tokenizer = tokenizer
         self.labels = labels
         self.label_names = tf.constant(labels)
+        self.fused = fusable(model)
 
     def classify_ids(self, token_ids):
-        """The outputs of int32 word ids `[batch, length]` (0-padded)."""
-        logits = tf.cast(self.model(token_ids, training=False), tf.float32)
+        """The outputs of int32 word ids `[batch, length]` (0-padded at the
+        end of each row)."""
+        def keras_layers():
+            return tf.cast(self.model(token_ids, training=False), tf.float32)
+
+        if self.fused:
+            logits = tf.cond(tf.equal(tf.shape(token_ids)[0], 1),
+                             lambda: fused_logits(self.model, token_ids), keras_layers)
+        else:
+            logits = keras_layers()
         probabilities = tf.nn.softmax(logits)
         class_ids = tf.argmax(logits, axis=-1, output_type=tf.int32)
         return {"label": tf.gather(self.label_names, class_ids), "class_id": class_ids,

@@ -210,18 +210,30 @@ class BiLSTMClassifier(PresetModel):
             padding_mask = ops.not_equal(token_ids, self.padding_id)
         embedded = self.token_embedding(token_ids)
         outputs = self.encoder(embedded, mask=padding_mask, training=training)
+        return self.pool(outputs["sequence_output"], outputs["final_states"][-1][0],
+                         padding_mask)
+
+    def pool(self, sequences, final_hidden, padding_mask):
+        """The sentence vector of the encoder's last-layer `sequences`
+        `(batch, length, 2 * lstm_units)` and `final_hidden` states (both
+        directions' last hidden states, concatenated), by `pooling`."""
         if self.pooling == "final":
-            return outputs["final_states"][-1][0]
-        sequences = outputs["sequence_output"]
+            return final_hidden
         masked = ops.where(padding_mask[:, :, None], sequences,
                            large_negative_number(sequences.dtype))
         has_tokens = ops.any(padding_mask, axis=1)[:, None]
         return ops.where(has_tokens, ops.max(masked, axis=1), 0.0)
 
-    def call(self, inputs, training=None):
-        hidden = self.hidden_dense(self.sentence_vectors(inputs, training=training))
+    def classify(self, sentence_vectors, training=None):
+        """The logits (float32) of pooled `sentence_vectors`: the ReLU
+        layer, its dropout and the classification layer."""
+        hidden = self.hidden_dense(sentence_vectors)
         hidden = self.hidden_dropout(hidden, training=training)
         return ops.cast(self.classifier_dense(hidden), "float32")
+
+    def call(self, inputs, training=None):
+        return self.classify(self.sentence_vectors(inputs, training=training),
+                             training=training)
 
     # --- compile() + fit() with distillation targets -------------------------
 
