@@ -32,6 +32,13 @@ def test_a_sentence_is_a_longest_text_and_the_split_is_by_its_hash():
     assert (heldout, dropped) == ([], 0) and train == ROWS
 
 
+def test_a_long_text_of_few_words_does_not_end_the_search_for_sentences():
+    # By characters the longest text, but of 2 words: the sentences after it
+    # are still found, whatever order a set gives texts of the same length.
+    texts = ["incomprehensibly overlong", "a b c d", "e f g h"]
+    assert sentence_holdout.find_sentences(texts, 3) == ["a b c d", "e f g h"]
+
+
 def test_the_command_writes_both_files_with_the_header(tmp_path, capsys):
     source = tmp_path / "train.tsv"
     source.write_text("label\tsentence\n" + "".join(

@@ -23,11 +23,10 @@ import sys
 
 def find_sentences(texts, min_words):
     """The texts of at least `min_words` words that lie inside no longer
-    text, longest first."""
+    text, longest first (then in text order)."""
     sentences = []
-    for text in sorted(set(texts), key=len, reverse=True):
-        if len(text.split()) < min_words:
-            break
+    long_enough = [text for text in set(texts) if len(text.split()) >= min_words]
+    for text in sorted(long_enough, key=lambda text: (-len(text), text)):
         if not any(text in sentence for sentence in sentences):
             sentences.append(text)
     return sentences
