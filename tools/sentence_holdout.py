@@ -68,7 +68,7 @@ def read_tsv(path):
 def write_tsv(path, columns, rows):
     with open(path, "w", newline="", encoding="utf-8") as file:
         writer = csv.DictWriter(file, columns, delimiter="\t", quoting=csv.QUOTE_NONE,
-                                escapechar=None, lineterminator="\n")
+                                lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)
 

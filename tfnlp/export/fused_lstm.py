@@ -31,7 +31,7 @@ def can_fuse(lstm):
 
 
 def lstm_states(lstm, inputs):
-    """The hidden and cell states `(length, batch, units)` of every step of
+    """The hidden states `(length, batch, units)` of every step of
     time-major `inputs` `(length, batch, features)`, from zero states."""
     cell = lstm.cell
     weights = tf.concat([tf.cast(cell.kernel, tf.float32),
@@ -42,7 +42,7 @@ def lstm_states(lstm, inputs):
         seq_len_max=tf.cast(tf.shape(inputs)[0], tf.int64), x=inputs, cs_prev=zeros,
         h_prev=zeros, w=weights, wci=no_peepholes, wcf=no_peepholes, wco=no_peepholes,
         b=tf.cast(cell.bias, tf.float32), cell_clip=0.0, use_peephole=False)
-    return outputs.h, outputs.cs
+    return outputs.h
 
 
 def recurrent_layer(layer, sequences, lengths):
@@ -55,11 +55,11 @@ def recurrent_layer(layer, sequences, lengths):
     rows = tf.range(tf.shape(lengths)[0])
     last = tf.stack([tf.maximum(lengths - 1, 0), rows], axis=1)
     forward_layer = getattr(layer, "forward_layer", layer)
-    hidden, _ = lstm_states(forward_layer, time_major)
+    hidden = lstm_states(forward_layer, time_major)
     outputs, finals = [hidden], [tf.gather_nd(hidden, last)]
     if forward_layer is not layer:
         reversed_inputs = tf.reverse_sequence(time_major, lengths, seq_axis=0, batch_axis=1)
-        hidden, _ = lstm_states(layer.backward_layer, reversed_inputs)
+        hidden = lstm_states(layer.backward_layer, reversed_inputs)
         finals.append(tf.gather_nd(hidden, last))
         outputs.append(tf.reverse_sequence(hidden, lengths, seq_axis=0, batch_axis=1))
     steps = tf.range(tf.shape(time_major)[0])

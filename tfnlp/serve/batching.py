@@ -9,16 +9,16 @@ after its first request arrived, whichever comes first.
 
 Only requests whose inputs have the same shapes apart from the leading
 dimension can be concatenated, so each queue holds one such shape (and one
-signature of one version). A request that finds its queue idle runs the
-first batch in its caller's thread, so a lone request costs no hand-over
-between threads; the requests still waiting when that batch ends are run
-by a worker thread until the queue is empty. A request of more than `max_batch_size` rows is split into
-batches of `max_batch_size` rows, run one after the other (the last, smaller
-one can merge with other requests), so that no call, and no call's
-activations, is larger than `max_batch_size` rows, whatever a client sends.
-When a merged call fails, or returns an output that is not one row per
-input row, the requests of that batch are run one by one, so that each gets
-its own answer or its own error.
+signature of one version). The request that opens a queue runs its first
+batch in its caller's thread, so a lone request costs no hand-over between
+threads; the requests still waiting when that batch ends are run by a worker
+thread until the queue is empty, which closes it. A request of more than
+`max_batch_size` rows is split into batches of `max_batch_size` rows, run
+one after the other (the last, smaller one can merge with other requests),
+so that no call, and no call's activations, is larger than `max_batch_size`
+rows, whatever a client sends. When a merged call fails, or returns an
+output that is not one row per input row, the requests of that batch are run
+one by one, so that each gets its own answer or its own error.
 """
 
 import collections
@@ -46,8 +46,6 @@ class _Queue:
         self.function = function
         self.pending = collections.deque()
         self.arrived = threading.Condition(lock)
-        # A thread (a request's caller, or a worker) takes batches off it.
-        self.running = False
 
 
 class Batcher:
@@ -113,28 +111,27 @@ class Batcher:
         key = (queue_key, tuple((name, array.shape[1:], array.dtype.str)
                                 for name, array in sorted(inputs.items())))
         with self._lock:
+            # An open queue has a thread taking batches off it until it closes.
             queue = self._queues.get(key)
-            if queue is None:
+            leads = queue is None
+            if leads:
                 queue = self._queues[key] = _Queue(function, self._lock)
             queue.pending.append(request)
             queue.arrived.notify()
-            leads = not queue.running
-            queue.running = True
         if leads:
             self._lead(key, queue)
         return request.future.result()
 
     def _lead(self, key, queue):
-        """Runs the first batch of an idle queue (its caller's request comes
+        """Runs the first batch of a new queue (its caller's request comes
         first in it) in the caller's thread, then hands the requests left,
-        if any, to a worker thread."""
+        if any, to a worker thread, or closes the queue."""
         try:
             _run_batch(queue.function, self._next_batch(key, queue))
         finally:
             with self._lock:
                 left = bool(queue.pending)
                 if not left:
-                    queue.running = False
                     del self._queues[key]
             if left:
                 threading.Thread(target=self._work, args=(key, queue), daemon=True,

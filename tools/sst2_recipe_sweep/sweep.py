@@ -14,7 +14,6 @@ docs/BERT.md, one process per recipe, all at once; `prepare.sh` makes the
 folder it reads.
 """
 import json
-import math
 import os
 import random
 import sys
@@ -151,7 +150,6 @@ def main():
             yield from chunks
 
     start = time.time()
-    loss_sum = 0.0
     for step, idx in zip(range(1, cfg["steps"] + 1), batches()):
         if step <= warmup:
             factor = step / max(1, warmup)
@@ -172,7 +170,6 @@ def main():
                 for k, v in model.state_dict().items():
                     if v.dtype.is_floating_point:
                         ema[k].mul_(cfg["ema"]).add_(v, alpha=1 - cfg["ema"])
-        loss_sum += loss.item() if step % 50 == 0 else 0.0
         if step % cfg["eval_every"] == 0 or step == cfg["steps"]:
             record = {"name": name, "step": step, "seconds": round(time.time() - start, 1)}
             for s, (ids_, labels_) in sets.items():
