@@ -34,9 +34,10 @@ stats in `distillation_data_stats`):
 4. `transfer_set.SelectTransferTexts`: one record per distinct text, a
    labelled text winning over the same text augmented or unlabelled, each
    keyed by the SHA-256 of its text.
-5. `teacher_inference.LabelTransferSet`: Beam's `RunInference` with
-   `TeacherModelHandler` (batches of `--teacher_batch_size` texts, each
-   text called alone) gives each text its logits; each becomes a
+5. `teacher_inference.LabelTransferSet`: the texts are cut into batches
+   of up to `--teacher_batch_size` texts of one word count, fixed by the
+   data alone (`teacher_inference.TeacherBatches`); Beam's `RunInference`
+   with `TeacherModelHandler` gives each text its logits; each becomes a
    record of `tfnlp.data.distillation_schema`.
 6. `WriteShardedTFRecords` writes the shards, sorted; the labels and the
    stats are written beside them.
@@ -95,7 +96,8 @@ def _prefixed(counts, prefix):
 
 
 def build_pipeline(pipeline, labelled_texts, labelled_counts, output_dir, *, labels,
-                   teacher_handler, statistics_inputs, augmenter=None, read_unlabelled=None,
+                   teacher_handler, teacher_batch_size, statistics_inputs, augmenter=None,
+                   read_unlabelled=None,
                    excluded_texts=frozenset(),
                    num_shards=distillation_data_flags.DEFAULT_NUM_SHARDS):
     """Adds the whole job to `pipeline`.
@@ -108,6 +110,7 @@ def build_pipeline(pipeline, labelled_texts, labelled_counts, output_dir, *, lab
         output_dir: where the shards, labels.json and stats.json go.
         labels: the teacher's labels (class id = index).
         teacher_handler: the teacher's `TeacherModelHandler`.
+        teacher_batch_size: the most texts of one teacher call.
         statistics_inputs: what the stats record besides the counts:
             `distillation_data_stats.stats_from_counts`'s "parameters",
             "labelled_report", "teacher" and "excluded".
@@ -136,7 +139,7 @@ def build_pipeline(pipeline, labelled_texts, labelled_counts, output_dir, *, lab
             _prefixed, distillation_data_stats.UNLABELLED_PREFIX), counts]
     selected, counts = texts | "SelectTexts" >> transfer_set.SelectTransferTexts()
     records, teacher_counts = selected | "Teacher" >> LabelTransferSet(
-        teacher_handler, len(labels))
+        teacher_handler, len(labels), teacher_batch_size)
     all_counts += [counts, teacher_counts]
     prefix = os.path.join(output_dir, SHARD_PREFIX)
     _ = records | "WriteShards" >> WriteShardedTFRecords(prefix, num_shards)
@@ -349,7 +352,8 @@ def main(argv=None):
         lambda pipeline: build_pipeline(
             pipeline, labelled_texts, labelled_counts, flags.output_dir,
             labels=labels,
-            teacher_handler=TeacherModelHandler(teacher.path, flags.teacher_batch_size),
+            teacher_handler=TeacherModelHandler(teacher.path),
+            teacher_batch_size=flags.teacher_batch_size,
             augmenter=augmenter,
             read_unlabelled=read_unlabelled,
             excluded_texts=excluded_texts,

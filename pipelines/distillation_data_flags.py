@@ -90,7 +90,8 @@ def build_parser():
                          "logits.")
     teacher.add_argument("--teacher_batch_size", type=int,
                          default=DEFAULT_TEACHER_BATCH_SIZE,
-                         help="Texts RunInference hands the teacher at once (each is called alone).")
+                         help="The most texts of one teacher call: texts of one word count, "
+                         "batched the same way on every runner.")
 
     records = parser.add_argument_group("records")
     records.add_argument("--num_shards", type=int, default=DEFAULT_NUM_SHARDS,

@@ -6,8 +6,10 @@ the job, and its logits for every text, with Beam's `RunInference`.
   checked on the driver from its `saved_model.pb` alone (no variables
   loaded): its `serving_default` must take a string `text` and give float32
   `logits` of `[batch, classes]`.
+- `TeacherBatches`: the transfer-set texts grouped into the teacher's
+  batches, each batch a function of the data alone.
 - `TeacherModelHandler`: the `RunInference` model handler that loads the
-  export on each worker and calls `serving_default` on a batch of texts.
+  export on each worker and calls `serving_default` on one batch of texts.
 - `LabelTransferSet`: the transfer-set texts
   (`pipelines.transfer_set.SelectTransferTexts`'s) in, their serialized
   distillation records (`tfnlp.data.distillation_schema`) out, counting
@@ -19,17 +21,21 @@ tensorflow_inference`): that module imports `tensorflow_hub`, which tfnlp
 does not depend on, and its handler loads the model with
 `tf.keras.models.load_model`, which under Keras 3 loads `.keras` files
 only, not a SavedModel of `tf.Module` signatures. This handler subclasses
-Beam's `ModelHandler` instead, with the same batching arguments, so
-`RunInference` batches, shares the model between a worker's threads and
-reports its metrics as it does for its own handlers.
+Beam's `ModelHandler` instead, so `RunInference` shares the model between
+a worker's threads and reports its metrics as it does for its own
+handlers.
 
-Each text is its own call of the signature (one row): a classifier's
-text signature cuts its batch to the longest text (`tfnlp.export.
-bert_signatures.trim_to_longest`), and a float's last bits depend on the
-shapes it was computed in, so a text batched with others could get other
-bits than alone. Alone, a text's logits depend on the text alone, not on
-which texts a runner happened to batch with it or how many, and the
-shards are the same bytes whatever the number of workers.
+Why the batches are formed before `RunInference` rather than by its own
+`BatchElements`: a float's last bits depend on the shapes it was computed
+in and on its row's place in them, and a classifier's text signature cuts
+its batch to the longest text in it (`tfnlp.export.bert_signatures.
+trim_to_longest`). Batches that a runner formed from whatever its bundles
+held would give a text other bits on another runner or with another
+number of workers. `TeacherBatches` groups the texts by word count and a
+byte of their key, sorts each group by key and cuts it into batches: the
+batches, and so every logit's bits, depend on the set of texts alone.
+Texts of one word count have close WordPiece lengths, so little of a
+batch is padding.
 """
 
 import dataclasses
@@ -144,37 +150,33 @@ class TeacherModelHandler(ModelHandler):
 
     `load_model` loads the SavedModel (TensorFlow and the tensorflow-text
     ops on the worker, once per process: `RunInference` shares it between
-    threads); `run_inference` calls `serving_default` on each text (str)
-    of a batch alone, and returns a `PredictionResult` per text whose
-    `inference` is its float32 logits (`[classes]`). `RunInference`
-    batches exactly `batch_size` texts where a bundle has them (the
-    handler's `min_batch_size` and `max_batch_size`).
+    threads). Each element is one batch of texts, a tuple of str formed
+    upstream (`TeacherBatches`); `run_inference` calls `serving_default`
+    once per element and returns a `PredictionResult` per element whose
+    `inference` is the float32 logits of its texts (`[texts, classes]`).
+    `RunInference` hands it one element at a time.
 
     Args:
         saved_model_dir: the SavedModel's version directory
             (`TeacherExport.path`).
-        batch_size: the texts `RunInference` hands `run_inference` at once.
         signature_name: the signature to call; it takes `text` (a string
             `[batch]`).
         output_name: its output of float32 `[batch, classes]`.
 
     Example:
 
-    >>> handler = TeacherModelHandler("export/1", batch_size=32)
+    >>> handler = TeacherModelHandler("export/1")
     >>> handler.batch_elements_kwargs()
-    {'min_batch_size': 32, 'max_batch_size': 32}
+    {'min_batch_size': 1, 'max_batch_size': 1}
 
     References:
         - [Beam RunInference](https://beam.apache.org/documentation/ml/about-ml/)
     """
 
-    def __init__(self, saved_model_dir, batch_size, signature_name=SIGNATURE_NAME,
+    def __init__(self, saved_model_dir, signature_name=SIGNATURE_NAME,
                  output_name=LOGITS_OUTPUT):
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}.")
-        super().__init__(min_batch_size=batch_size, max_batch_size=batch_size)
+        super().__init__(min_batch_size=1, max_batch_size=1)
         self.saved_model_dir = saved_model_dir
-        self.batch_size = int(batch_size)
         self.signature_name = signature_name
         self.output_name = output_name
 
@@ -188,24 +190,100 @@ class TeacherModelHandler(ModelHandler):
         import tensorflow as tf
 
         signature = model.signatures[self.signature_name]
-        results = []
-        for text in batch:
-            outputs = signature(**{TEXT_INPUT: tf.constant([text])})
-            results.append(PredictionResult(text, outputs[self.output_name].numpy()[0]))
-        return results
+        return [PredictionResult(texts, signature(**{TEXT_INPUT: tf.constant(list(texts))})[
+                    self.output_name].numpy()) for texts in batch]
 
     def get_num_bytes(self, batch):
-        return sum(len(text.encode("utf-8")) for text in batch)
+        return sum(len(text.encode("utf-8")) for texts in batch for text in texts)
 
     def get_metrics_namespace(self):
         return "tfnlp_teacher"
 
 
-def _teacher_input(row):
-    """`(key, origin, text, label)` → `((key, origin, label), text)`: the
-    keyed example of `KeyedModelHandler`, the key carried through."""
-    key, origin, text, label = row
-    return (key, origin, label), text
+# Texts longer than this many words share one group of `TeacherBatches`.
+LONGEST_GROUPED_LENGTH = 64
+# Each word count's texts are split into this many groups by a byte of
+# their key, so that a runner has groups to spread over its workers.
+KEY_GROUPS = 16
+
+
+def teacher_batch_group(row):
+    """`(group, row)` of a `(key, origin, text, label)` row: its text's word
+    count (at most `LONGEST_GROUPED_LENGTH`) and its key's first byte
+    modulo `KEY_GROUPS`.
+
+    Example:
+
+    >>> teacher_batch_group((bytes([17]), "labelled", "a fine film", 1))[0]
+    (3, 1)
+    """
+    key, _, text, _ = row
+    return (min(len(text.split()), LONGEST_GROUPED_LENGTH), key[0] % KEY_GROUPS), row
+
+
+def cut_into_batches(group_rows, batch_size):
+    """`(group, rows)` → `(row keys, texts)` per batch: the rows sorted by
+    key, cut into batches of `batch_size` (the last may be smaller); row
+    keys are the `(key, origin, label)` of each text."""
+    _, rows = group_rows
+    rows = sorted(rows, key=lambda row: row[0])
+    for start in range(0, len(rows), batch_size):
+        batch = rows[start:start + batch_size]
+        yield (tuple((key, origin, label) for key, origin, _, label in batch),
+               tuple(text for _, _, text, _ in batch))
+
+
+class TeacherBatches(beam.PTransform):
+    """The teacher's batches of the transfer-set texts, the same whatever
+    the runner, its bundles or its number of workers.
+
+    Applied to a PCollection of `(key, origin, text, label)` rows with
+    distinct keys, it returns `(row keys, texts)` per batch: texts grouped
+    by `teacher_batch_group`, each group sorted by key and cut into
+    batches of `batch_size`; row keys are the `(key, origin, label)` of
+    each text, in the same order.
+
+    Args:
+        batch_size: the most texts of a batch.
+        label: an optional label for the transform.
+
+    Example:
+
+    >>> import apache_beam as beam
+    >>> rows = [(bytes([index]), "augmented", "a fine film", -1) for index in (32, 0, 16)]
+    >>> with beam.Pipeline() as pipeline:
+    ...     _ = (pipeline | beam.Create(rows) | TeacherBatches(batch_size=2)
+    ...          | beam.Map(lambda batch: print([key[0][0] for key in batch[0]])))
+    [0, 16]
+    [32]
+
+    References:
+        - [Beam RunInference](https://beam.apache.org/documentation/ml/about-ml/)
+    """
+
+    def __init__(self, batch_size, label=None):
+        super().__init__(label)
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}.")
+        self.batch_size = int(batch_size)
+
+    def expand(self, rows):
+        return (rows
+                | "KeyByGroup" >> beam.Map(teacher_batch_group)
+                | "GroupTexts" >> beam.GroupByKey()
+                | "CutBatches" >> beam.FlatMap(cut_into_batches, self.batch_size))
+
+
+def _each_text(batch_result):
+    """`(row keys, PredictionResult of the batch)` → `(row key,
+    PredictionResult of one text)` per text."""
+    row_keys, result = batch_result
+    if len(result.inference) != len(row_keys):
+        raise RuntimeError(
+            f"The teacher gave {len(result.inference)} rows of logits for a batch of "
+            f"{len(row_keys)} texts; expected one row per text. Check --teacher_export.")
+    for row_key, text, logits in zip(row_keys, result.example, result.inference):
+        yield row_key, PredictionResult(text, logits)
 
 
 class _SerializeRecords(job.CountingDoFn):
@@ -239,9 +317,10 @@ class LabelTransferSet(beam.PTransform):
     """The teacher's logits for each transfer-set text, as distillation records.
 
     Applied to a PCollection of `(key, origin, text, label)`
-    (`transfer_set.SelectTransferTexts`'s), it runs the teacher with
-    `RunInference` (through a `KeyedModelHandler`, so that each text's
-    logits travel with its own key, origin and label) and returns two
+    (`transfer_set.SelectTransferTexts`'s), it forms the teacher's batches
+    (`TeacherBatches`), runs the teacher on them with `RunInference`
+    (through a `KeyedModelHandler`, so that each batch's logits travel
+    with its texts' keys, origins and labels) and returns two
     PCollections: the serialized `tf.train.Example` of each text
     (`tfnlp.data.distillation_schema.serialize_record`), and a single dict
     of counts: "{origin}_written", "{origin}_teacher_class_{i}" (the
@@ -250,9 +329,10 @@ class LabelTransferSet(beam.PTransform):
 
     Args:
         model_handler: the `ModelHandler` of the teacher (a
-            `TeacherModelHandler`; any handler whose `inference` is a row
-            of `num_classes` logits per text).
+            `TeacherModelHandler`; any handler that takes a tuple of texts
+            per element and gives a row of `num_classes` logits per text).
         num_classes: the number of logits per text.
+        batch_size: the most texts of one teacher call.
         label: an optional label for the transform.
 
     Example:
@@ -262,10 +342,12 @@ class LabelTransferSet(beam.PTransform):
     ...     def load_model(self):
     ...         return None
     ...     def run_inference(self, batch, model, inference_args=None):
-    ...         return [PredictionResult(text, [len(text), 0.0]) for text in batch]
+    ...         return [PredictionResult(texts, [[len(text), 0.0] for text in texts])
+    ...                 for texts in batch]
     >>> with beam.Pipeline() as pipeline:
     ...     records, counts = (pipeline | beam.Create([(b"k", "labelled", "ab", 0)])
-    ...                        | LabelTransferSet(LengthTeacher(), num_classes=2))
+    ...                        | LabelTransferSet(LengthTeacher(), num_classes=2,
+    ...                                           batch_size=8))
     ...     _ = counts | beam.Map(lambda counts: print(counts["labelled_teacher_agrees"]))
     1
 
@@ -275,19 +357,21 @@ class LabelTransferSet(beam.PTransform):
         - [Beam RunInference](https://beam.apache.org/documentation/ml/about-ml/)
     """
 
-    def __init__(self, model_handler, num_classes, label=None):
+    def __init__(self, model_handler, num_classes, batch_size, label=None):
         super().__init__(label)
         if num_classes < 2:
             raise ValueError(f"num_classes must be at least 2, got {num_classes}.")
         self.model_handler = model_handler
         self.num_classes = int(num_classes)
+        self.batch_size = int(batch_size)
 
     def expand(self, texts):
         serialize = _SerializeRecords(self.num_classes)
         records = (
             texts
-            | "KeyByRecord" >> beam.Map(_teacher_input)
+            | "Batches" >> TeacherBatches(self.batch_size)
             | "Teacher" >> RunInference(KeyedModelHandler(self.model_handler))
+            | "EachText" >> beam.FlatMap(_each_text)
             | "Serialize" >> beam.ParDo(serialize).with_outputs(job.COUNTS_TAG, main="records")
         )
         counts = records[job.COUNTS_TAG] | "SumCounts" >> beam.CombineGlobally(

@@ -22,8 +22,8 @@ from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipelines import distillation_data, distillation_data_stats, transfer_set
-from pipelines.teacher_inference import (LabelTransferSet, TeacherModelHandler,
-                                         describe_teacher_export)
+from pipelines.teacher_inference import (LabelTransferSet, TeacherBatches,
+                                         TeacherModelHandler, describe_teacher_export)
 from tfnlp.data import distillation_schema, example_proto
 from tfnlp.models import BertClassifier, BertConfig, BertEncoder
 from tfnlp.text import write_vocabulary
@@ -301,16 +301,13 @@ def hashed_logits(text):
 
 
 class HashTeacher(ModelHandler):
-    """A teacher without TensorFlow, batching 3 texts a call."""
-
-    def __init__(self):
-        super().__init__(min_batch_size=3, max_batch_size=3)
+    """A teacher without TensorFlow: one call per batch of texts."""
 
     def load_model(self):
         return hashed_logits
 
     def run_inference(self, batch, model, inference_args=None):
-        return [PredictionResult(text, model(text)) for text in batch]
+        return [PredictionResult(texts, [model(text) for text in texts]) for texts in batch]
 
 
 def test_each_record_holds_its_own_texts_logits_label_and_origin():
@@ -331,7 +328,7 @@ def test_each_record_holds_its_own_texts_logits_label_and_origin():
     agreeing = sum(int(np.argmax(hashed_logits(text))) == label for text, label in labelled)
     with beam.Pipeline() as pipeline:
         records, counts = (pipeline | beam.Create(rows)
-                           | LabelTransferSet(HashTeacher(), num_classes=3))
+                           | LabelTransferSet(HashTeacher(), num_classes=3, batch_size=3))
         assert_that(records | beam.Map(parsed), equal_to(expected), label="Records")
         assert_that(counts | beam.Map(lambda counts: (
             counts["labelled_written"], counts["augmented_written"],
@@ -340,15 +337,51 @@ def test_each_record_holds_its_own_texts_logits_label_and_origin():
             equal_to([(8, 4, 4, agreeing, 4)]), label="Counts")
 
 
-def test_a_texts_logits_do_not_depend_on_its_batch(teacher_export):
-    handler = TeacherModelHandler(str(teacher_export / "1"), batch_size=4)
+def batch_rows(count):
+    words = ["a", "good", "film", "the", "plot"]
+    return [(transfer_set.text_key(text), "augmented", text, -1) for text in (
+        " ".join(words[(index + position) % 5] for position in range(1 + index % 3)) + f" {index}"
+        for index in range(count))]
+
+
+def test_teacher_batches_are_the_same_whatever_the_input_order_and_bundles():
+    rows = batch_rows(40)
+
+    def same_batches_in_both(tags_of_batches):
+        assert tags_of_batches and all(tags == ["first", "second"]
+                                       for tags in tags_of_batches), tags_of_batches
+
+    def well_formed(batches):
+        texts = [text for _, batch in batches for text in batch]
+        assert sorted(texts) == sorted(text for _, _, text, _ in rows)
+        for row_keys, texts_of_batch in batches:
+            assert 1 <= len(texts_of_batch) <= 3
+            assert len({len(text.split()) for text in texts_of_batch}) == 1
+            keys = [key for key, _, _ in row_keys]
+            assert keys == sorted(keys) == [transfer_set.text_key(text)
+                                            for text in texts_of_batch]
+
+    with beam.Pipeline() as pipeline:
+        first = (pipeline | "First" >> beam.Create(rows)
+                 | "BatchFirst" >> TeacherBatches(batch_size=3))
+        second = (pipeline | "Second" >> beam.Create(rows[::-1])
+                  | beam.Reshuffle(num_buckets=7) | "BatchSecond" >> TeacherBatches(batch_size=3))
+        tags = ((first | "TagFirst" >> beam.Map(lambda batch: (batch, "first")),
+                 second | "TagSecond" >> beam.Map(lambda batch: (batch, "second")))
+                | beam.Flatten() | beam.GroupByKey()
+                | beam.MapTuple(lambda batch, tags: sorted(tags)))
+        assert_that(tags, same_batches_in_both, label="Same")
+        assert_that(first, well_formed, label="WellFormed")
+
+
+def test_the_handler_calls_the_export_once_per_batch(teacher_export):
+    handler = TeacherModelHandler(str(teacher_export / "1"))
     model = handler.load_model()
-    texts = ["a good film", "the plot", "fun", "a", "the film was fun"]
-    results = handler.run_inference(texts, model)
-    assert [result.example for result in results] == texts
-    alone = [handler.run_inference([text], model)[0].inference for text in texts]
-    # Each text is called alone, so its logits are the same bits in any batch.
-    assert np.array_equal(np.stack([result.inference for result in results]), np.stack(alone))
+    batches = [("a good film", "the plot", "fun"), ("a",)]
+    results = handler.run_inference(batches, model)
+    assert [result.example for result in results] == batches
+    for result, texts in zip(results, batches):
+        np.testing.assert_array_equal(result.inference, export_logits(teacher_export, texts))
 
 
 def test_stats_refuse_texts_that_do_not_add_up():
