@@ -25,7 +25,8 @@ Students (`trainer.distillation_models`):
 - `--student=bilstm` (Tang et al.): a `tfnlp.models.BiLSTMClassifier` on
   words (`tfnlp.text.WordTokenizer`: lower-cased, punctuation split off);
   its vocabulary is the `--max_vocabulary_size` most frequent words of the
-  training texts (seen at least `--min_word_count` times), written to
+  training texts (seen at least `--min_word_count` times), then the words
+  of `--extra_vocabulary_file` they lack, written to
   `MODEL_DIR/vocabulary.txt`; `--word_vectors` (word2vec or GloVe) start
   its embeddings, with the counts of words found and missing logged.
   Sizes: `--config` (a preset, or a JSON file) and the size flags.
@@ -181,7 +182,8 @@ def bilstm_student(flags, run, train_files, num_classes, origins, teacher=None,
     """The BiLSTM student, its `WordTokenizer` (its sequence length in
     words) and the vocabulary file of the serving record."""
     path, _ = word_vocabulary(run, train_files, num_classes, origins,
-                              flags.max_vocabulary_size, flags.min_word_count)
+                              flags.max_vocabulary_size, flags.min_word_count,
+                              flags.extra_vocabulary_file)
     sequence_length = flags.max_seq_length or DEFAULT_SEQUENCE_LENGTH
     tokenizer = WordTokenizer(path, sequence_length=sequence_length)
     family = model_family("bilstm")

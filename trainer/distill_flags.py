@@ -114,6 +114,12 @@ def distillation_parser():
                          help="BiLSTM: the most frequent words of the training texts kept.")
     student.add_argument("--min_word_count", type=int, default=1,
                          help="BiLSTM: leave out the words seen fewer times.")
+    student.add_argument("--extra_vocabulary_file", default="",
+                         help="BiLSTM: a word list or WordPiece vocabulary (such as the "
+                              "teacher's vocab.txt) whose words the training texts lack "
+                              "join the vocabulary after theirs, up to "
+                              "--max_vocabulary_size: they keep their --word_vectors "
+                              "instead of reading as [UNK].")
     student.add_argument("--word_vectors", default="",
                          help="BiLSTM: a word2vec or GloVe file whose vectors start the "
                               "embeddings (sets --embedding_dim); 'teacher': the mean of "
@@ -173,11 +179,13 @@ def parse_flags(argv=None):
             parser.error("--student=bert starts from the teacher's layers and vocabulary: "
                          "give --teacher (a trainer.finetune run or a Hugging Face BERT "
                          "directory).")
-        given = [f"--{name}" for name in ("config", "word_vectors", "pooling", *BILSTM_SIZES)
+        given = [f"--{name}" for name in ("config", "word_vectors", "pooling",
+                                          "extra_vocabulary_file", *BILSTM_SIZES)
                  if getattr(flags, name)]
         if given:
-            parser.error(f"{', '.join(given)} size the BiLSTM student; the BERT student "
-                         "takes the teacher's config with --student_layers. Leave them out.")
+            parser.error(f"{', '.join(given)} shape the BiLSTM student's words and sizes; "
+                         "the BERT student takes the teacher's config and WordPiece "
+                         "vocabulary, with --student_layers. Leave them out.")
         if flags.max_seq_length is not None and flags.max_seq_length < 4:
             parser.error(f"--max_seq_length={flags.max_seq_length} leaves no room for "
                          "text after [CLS] and [SEP]; use at least 4.")
@@ -209,6 +217,9 @@ def check_paths(flags):
         raise UsageError("--word_vectors=teacher takes the --teacher's WordPiece embeddings: "
                          "give --teacher (a trainer.finetune run or a Hugging Face BERT "
                          "directory), or a word-vector file.")
+    if flags.extra_vocabulary_file:
+        check_input_file("--extra_vocabulary_file", flags.extra_vocabulary_file,
+                         "a word list or WordPiece vocabulary, one word a line")
     if flags.word_vectors and flags.word_vectors != TEACHER_WORD_VECTORS:
         check_input_file("--word_vectors", flags.word_vectors,
                          "a word2vec (binary or text) or GloVe file")

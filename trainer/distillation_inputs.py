@@ -26,7 +26,8 @@ import tensorflow as tf
 
 from tfnlp.data import distillation_dataset
 from tfnlp.data.distillation_schema import LABEL, TEACHER_LOGITS, TEXT
-from tfnlp.text import build_word_vocabulary, pack_inputs, word_counts, write_word_vocabulary
+from tfnlp.text import (build_word_vocabulary, pack_inputs, read_word_list, word_counts,
+                        write_word_vocabulary)
 from trainer import finetune_data, length_buckets, run_files
 from trainer.distillation_models import VOCABULARY_FILE, read_labels
 
@@ -59,13 +60,19 @@ def label_list(labels_file, train_files, num_classes):
     return labels
 
 
-def word_vocabulary(run, train_files, num_classes, origins, max_size, min_count):
+def word_vocabulary(run, train_files, num_classes, origins, max_size, min_count,
+                    extra_words_file=""):
     """The path of the BiLSTM student's word vocabulary.
 
     A run's `vocabulary.txt` is made once, from the words of the training
     records it reads (`origins`), and read back when the run resumes. The
-    chief writes it into the model_dir; the other workers of a cluster
-    count the same words and write their copy to a scratch directory.
+    words of `extra_words_file` (`tfnlp.text.read_word_list`) that the
+    training texts lack follow, in the file's order, up to `max_size`
+    words in all: words that serving texts hold and the training texts do
+    not then have vectors of their own (from the word vectors) instead of
+    `[UNK]`. The chief writes it into the model_dir; the other workers of
+    a cluster count the same words and write their copy to a scratch
+    directory.
 
     Returns:
         `(path, words)`: the file, and its words when they were counted now
@@ -81,6 +88,13 @@ def word_vocabulary(run, train_files, num_classes, origins, max_size, min_count)
     words = build_word_vocabulary(counts, max_size, min_count)
     LOGGER.info("Word vocabulary: %d of the %d distinct words of the training texts "
                 "(min count %d).", len(words), len(counts), min_count)
+    if extra_words_file:
+        known = set(words)
+        extra = [word for word in read_word_list(extra_words_file) if word not in known]
+        added = extra[:max(0, max_size - len(words))]
+        words = words + added
+        LOGGER.info("Word vocabulary: %d words of %s added (%d more left out by the size "
+                    "limit).", len(added), extra_words_file, len(extra) - len(added))
     if not run.chief:
         directory = run_files.worker_directory(run.model_dir, run_files.WORKER_EXPORT,
                                                run.task_id)

@@ -355,10 +355,21 @@ def test_the_bert_student_exports_like_a_bert_classifier(bert_run, tmp_path):
 def test_teacher_word_vectors_start_the_bilstm_embeddings(data, teacher_dir):
     folder, teacher = teacher_dir
     model_dir = data["root"] / "bilstm_teacher_vectors"
+    # The teacher's vocabulary (all of it known from the training texts but
+    # "[mask]"'s parts and "."), then words no training text has.
+    extra_file = data["root"] / "extra_words.txt"
+    extra_file.write_text("\n".join(WORDPIECES + ["##ly", "Terrible 4", "don't", "terrible",
+                                                    "superb"]) + "\n")
     distill.main(distill_flags(data["train"], model_dir, teacher=folder,
                                word_vectors="teacher", train_steps=1, learning_rate=1e-9,
-                               config=None, embedding_dim=None))
+                               config=None, embedding_dim=None,
+                               extra_vocabulary_file=extra_file))
     vocabulary = (model_dir / "vocabulary.txt").read_text().split()
+    assert vocabulary[-3:] == [".", "terrible", "superb"]
+    assert len(vocabulary) == len(set(vocabulary))
+    student_tokenizer = WordTokenizer(str(model_dir / "vocabulary.txt"))
+    ids = student_tokenizer(tf.constant(["superb and terrible"])).numpy()[0]
+    assert ids[0] == 2 + vocabulary.index("superb") and ids[1] == 1
     student = load_student(str(model_dir))
     embeddings = student.token_embedding.embeddings.numpy()
     assert embeddings.shape[1] == teacher.encoder.config.hidden_size
@@ -367,12 +378,12 @@ def test_teacher_word_vectors_start_the_bilstm_embeddings(data, teacher_dir):
     # [UNK]); "[mask]" is three: "[", "mask" and "]", all [UNK] here.
     words = [(index + 2, word) for index, word in enumerate(vocabulary)]
     checked = [(index, WORDPIECES.index(word)) for index, word in words if word in WORDPIECES]
-    assert len(checked) == len(vocabulary) - 1
+    assert len(checked) == len(vocabulary) - 3
     for index, piece in checked:
         np.testing.assert_allclose(embeddings[index], table[piece], atol=1e-6)
-    mask_index = 2 + vocabulary.index("[mask]")
-    np.testing.assert_allclose(embeddings[mask_index], table[WORDPIECES.index("[UNK]")],
-                               atol=1e-6)
+    for word in ("[mask]", "terrible", "superb"):
+        np.testing.assert_allclose(embeddings[2 + vocabulary.index(word)],
+                                   table[WORDPIECES.index("[UNK]")], atol=1e-6)
     assert not embeddings[0].any()
 
 

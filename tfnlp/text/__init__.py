@@ -9,7 +9,7 @@
   Python): the character vocabularies of the language-model data;
 - `WordTokenizer` (in-graph words: lower-cased, punctuation split off, a
   `StringLookup` vocabulary), `split_words`, `word_counts`,
-  `build_word_vocabulary`, `write_word_vocabulary`: the word-level
+  `build_word_vocabulary`, `read_word_list`, `write_word_vocabulary`: the word-level
   students of distillation;
 - `load_language_model_tokenizer(data_dir)`: the in-graph tokenizer of a
   `pipelines.lm_data` output directory (a `LanguageModelTokenizer`), from
@@ -48,5 +48,6 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     "split_words": "word_tokenizer",
     "word_counts": "word_tokenizer",
     "build_word_vocabulary": "word_tokenizer",
+    "read_word_list": "word_tokenizer",
     "write_word_vocabulary": "word_tokenizer",
 })

@@ -8,7 +8,9 @@ whitespace. `WordTokenizer` maps the words to ids with a
 `keras.layers.StringLookup` over a vocabulary file, so the training input
 pipeline and an exported SavedModel tokenize with the same ops, and the
 file is a SavedModel asset. `word_counts`, `build_word_vocabulary` and
-`write_word_vocabulary` make that file from training texts.
+`write_word_vocabulary` make that file from training texts;
+`read_word_list` reads the words of a word list or WordPiece vocabulary
+that may extend it.
 
 Ids: 0 is padding (StringLookup's mask token ""), 1 is `[UNK]` (every word
 the vocabulary lacks), 2 onwards the file's words in order.
@@ -120,6 +122,45 @@ def build_word_vocabulary(counts, max_size=None, min_count=1):
             "the training texts are not empty."
         )
     return [word for word, _ in words]
+
+
+def read_word_list(path):
+    """The words of a word list or a WordPiece vocabulary file, as a
+    `WordTokenizer` reads them.
+
+    Each line's first whitespace-separated field is taken (a `vocab.txt`
+    line, or the word of a "word count" line), lower-cased as
+    `split_words` lower-cases. WordPiece continuations ("##ing"),
+    bracketed special tokens ("[PAD]") and entries that `split_words`
+    splits into several words ("don't") are skipped: no text tokenizes to
+    them. Repeats are dropped, the first kept.
+
+    Args:
+        path: the file (UTF-8, one entry a line).
+
+    Returns:
+        The words, in the file's order.
+
+    Example:
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> _ = open(path, "w").write("[PAD]\\nthe\\n##s\\nFilm 12\\ndon't\\n!\\nthe\\n")
+    >>> read_word_list(path)
+    ['the', 'film', '!']
+    """
+    with tf.io.gfile.GFile(path, "r") as file:
+        entries = [line.split()[0] for line in file if line.split()]
+    entries = [entry for entry in entries
+               if not entry.startswith("##") and not (entry.startswith("[")
+                                                      and entry.endswith("]"))]
+    if not entries:
+        return []
+    words = split_words(tf.constant(entries))
+    single = (words.row_lengths() == 1).numpy()
+    kept = words.to_list()
+    return list(dict.fromkeys(row[0].decode("utf-8", "replace")
+                              for row, one in zip(kept, single) if one))
 
 
 def write_word_vocabulary(words, path):
