@@ -28,7 +28,9 @@ Students (`trainer.distillation_models`):
   training texts (seen at least `--min_word_count` times), then the words
   of `--extra_vocabulary_file` they lack, written to
   `MODEL_DIR/vocabulary.txt`; `--word_vectors` (word2vec or GloVe) start
-  its embeddings, with the counts of words found and missing logged.
+  its embeddings, with the counts of words found and missing logged, or
+  the teacher's: `teacher` (the mean of its WordPiece embeddings of each
+  word) or `teacher_output` (its sentence vector of each word alone).
   Sizes: `--config` (a preset, or a JSON file) and the size flags.
 - `--student=bert` (DistilBERT): a `BertClassifier` of `--student_layers`
   layers of the `--teacher`'s config (a `trainer.finetune` run or a Hugging
@@ -77,6 +79,7 @@ from trainer.checkpoints import BestCheckpoint, latest_step, read_run_config
 from trainer.distill_flags import (
     DATA_WRITER,
     DEFAULT_SEQUENCE_LENGTH,
+    TEACHER_OUTPUT_WORD_VECTORS,
     TEACHER_WORD_VECTORS,
     check_paths,
     parse_flags,
@@ -94,6 +97,7 @@ from trainer.distillation_models import (
     export_student,
     run_config,
     serving_record,
+    teacher_output_word_vectors,
     teacher_word_vectors,
 )
 from trainer.export import load_trained_model
@@ -111,6 +115,9 @@ HPARAMS_METRICS = (
 )
 # Texts per batch when the teacher labels the dev set.
 TEACHER_BATCH = 64
+# The packed length of one word for --word_vectors=teacher_output: [CLS], up
+# to 14 WordPieces, [SEP] (longer words are cut).
+WORD_SEQUENCE_LENGTH = 16
 
 
 def run(flags):
@@ -165,6 +172,14 @@ def word_embeddings(flags, vocabulary, teacher=None, teacher_record=None):
         vectors = teacher_word_vectors(teacher, tokenizer, vocabulary)
         LOGGER.info("Word vectors: the mean of the teacher's WordPiece embeddings of each "
                     "of the %d words (%d dimensions).", len(vocabulary), vectors.shape[1])
+        return {"embedding_weights": vectors, "embedding_dim": int(vectors.shape[1])}
+    if flags.word_vectors == TEACHER_OUTPUT_WORD_VECTORS:
+        tokenizer = BertTokenizer(teacher_record["vocab_file"],
+                                  lower_case=teacher_record.get("lower_case", True))
+        vectors = teacher_output_word_vectors(
+            teacher, BertTextPreprocessor(tokenizer, WORD_SEQUENCE_LENGTH), vocabulary)
+        LOGGER.info("Word vectors: the teacher's sentence vector of each of the %d words "
+                    "alone (%d dimensions).", len(vocabulary), vectors.shape[1])
         return {"embedding_weights": vectors, "embedding_dim": int(vectors.shape[1])}
     alignment = align_word_vectors(
         flags.word_vectors, vocabulary, padding_ids=(0,), seed=flags.seed,

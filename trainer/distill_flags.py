@@ -22,8 +22,11 @@ from trainer.tasks.distillation import OBJECTIVES, TEACHER_LOSSES
 DATA_WRITER = "pipelines.distillation_data"
 # The peak learning rate of each student when --learning_rate is not given.
 DEFAULT_LEARNING_RATES = {"bilstm": 1e-3, "bert": 5e-5}
-# --word_vectors' value for vectors made from the teacher's WordPiece embeddings.
+# --word_vectors' values for vectors made from the teacher: the mean of its
+# WordPiece embeddings, or its sentence vector of each word alone.
 TEACHER_WORD_VECTORS = "teacher"
+TEACHER_OUTPUT_WORD_VECTORS = "teacher_output"
+TEACHER_VECTORS = (TEACHER_WORD_VECTORS, TEACHER_OUTPUT_WORD_VECTORS)
 DEFAULT_SEQUENCE_LENGTH = 128
 # The share of the steps used for the warmup when --warmup_steps is not given.
 DEFAULT_WARMUP_FRACTION = 0.1
@@ -123,7 +126,9 @@ def distillation_parser():
     student.add_argument("--word_vectors", default="",
                          help="BiLSTM: a word2vec or GloVe file whose vectors start the "
                               "embeddings (sets --embedding_dim); 'teacher': the mean of "
-                              "the --teacher's WordPiece embeddings of each word.")
+                              "the --teacher's WordPiece embeddings of each word; "
+                              "'teacher_output': the --teacher's sentence vector of each "
+                              "word alone.")
     student.add_argument("--word_vectors_format", choices=WORD_VECTOR_FORMATS,
                          default="auto")
     add_boolean_flag(student, "freeze_word_vectors", False,
@@ -213,14 +218,14 @@ def check_paths(flags):
     if flags.labels_file:
         check_input_file("--labels_file", flags.labels_file,
                          'a JSON list of labels, such as ["negative", "positive"]')
-    if flags.word_vectors == TEACHER_WORD_VECTORS and not flags.teacher:
-        raise UsageError("--word_vectors=teacher takes the --teacher's WordPiece embeddings: "
-                         "give --teacher (a trainer.finetune run or a Hugging Face BERT "
-                         "directory), or a word-vector file.")
+    if flags.word_vectors in TEACHER_VECTORS and not flags.teacher:
+        raise UsageError(f"--word_vectors={flags.word_vectors} takes its vectors from the "
+                         "--teacher: give --teacher (a trainer.finetune run or a Hugging "
+                         "Face BERT directory), or a word-vector file.")
     if flags.extra_vocabulary_file:
         check_input_file("--extra_vocabulary_file", flags.extra_vocabulary_file,
                          "a word list or WordPiece vocabulary, one word a line")
-    if flags.word_vectors and flags.word_vectors != TEACHER_WORD_VECTORS:
+    if flags.word_vectors and flags.word_vectors not in TEACHER_VECTORS:
         check_input_file("--word_vectors", flags.word_vectors,
                          "a word2vec (binary or text) or GloVe file")
     if flags.teacher and "://" not in flags.teacher and not os.path.isdir(flags.teacher):

@@ -33,6 +33,7 @@ from tfnlp.export import BertTextPreprocessor, export_saved_model
 from tfnlp.export.saved_model import write_next_version
 from tfnlp.export.word_classifier_signatures import WordClassifierSignatures
 from tfnlp.models import BertClassifier, BertConfig, BertEncoder
+from tfnlp.models.bert.bert_classifier import mean_over_tokens
 from tfnlp.text import BertTokenizer, WordTokenizer
 from trainer import run_files
 from trainer.checkpoints import read_run_config, restore_run_model
@@ -201,6 +202,55 @@ def teacher_word_vectors(teacher, tokenizer, vocabulary, padding_ids=(0,)):
     vectors = tf.reduce_sum(tf.gather(table, pieces), axis=1).numpy() / lengths
     vectors[list(padding_ids)] = 0.0
     return vectors.astype(np.float32)
+
+
+def teacher_output_word_vectors(teacher, preprocessor, vocabulary, padding_ids=(0,),
+                                batch_size=256):
+    """Word vectors for a word-level student from what a BERT teacher reads
+    in each word alone: the teacher's sentence vector of the word as a
+    one-word text (a classifier's `sentence_vector`, pooled as it was
+    fine-tuned; the mean of the final states for an encoder).
+
+    The input embeddings (`teacher_word_vectors`) hold what pretraining
+    put in each WordPiece; these pass through every layer of the teacher
+    as fine-tuned on the task, so a word the student never trains on still
+    carries what the teacher makes of it. Written here because no library
+    derives word vectors from a fine-tuned sentence encoder.
+
+    Args:
+        teacher: a `BertClassifier`, `BertPretrainingModel` or
+            `BertEncoder`.
+        preprocessor: a `tfnlp.export.BertTextPreprocessor` of the
+            teacher's tokenizer (a short sequence length suffices: a word
+            is a few WordPieces).
+        vocabulary: the student's tokens in id order (a list of str).
+        padding_ids: the ids whose rows are zeros.
+        batch_size: words per forward pass.
+
+    Returns:
+        A float32 numpy matrix `(len(vocabulary), teacher hidden size)`.
+
+    Example:
+
+        preprocessor = BertTextPreprocessor(BertTokenizer(record["vocab_file"]), 16)
+        vectors = teacher_output_word_vectors(classifier, preprocessor, ["", "dull", "fun"])
+        vectors.shape   # (3, 384) for all-MiniLM-L6-v2; row 0 (padding) is zeros
+    """
+    vectors = []
+    for start in range(0, len(vocabulary), batch_size):
+        words = [str(word) for word in vocabulary[start:start + batch_size]]
+        inputs = preprocessor(tf.constant(words))
+        if isinstance(teacher, BertClassifier):
+            sentence = teacher.sentence_vector(inputs, training=False)
+        else:
+            outputs = teacher_encoder(teacher)(
+                {key: inputs[key] for key in ("input_ids", "input_mask", "segment_ids")},
+                training=False)
+            sentence = mean_over_tokens(outputs["sequence_output"], inputs["input_mask"])
+        vectors.append(np.asarray(keras.ops.convert_to_numpy(sentence), np.float32))
+    vectors = np.concatenate(vectors)
+    vectors[list(padding_ids)] = 0.0
+    return vectors
 
 
 def run_config(model):

@@ -26,7 +26,8 @@ from tfnlp.serve.model_store import ModelStore
 from tfnlp.text import BertTokenizer, WordTokenizer, write_vocabulary
 from tfnlp.command_line import UsageError
 from trainer import distill, export
-from trainer.distillation_models import distilled_bert_classifier, load_student
+from trainer.distillation_models import (distilled_bert_classifier, load_student,
+                                         teacher_output_word_vectors)
 from trainer.tasks.distillation import DistillationTask
 
 FILLER = "the a movie film plot story was is really very quite".split()
@@ -387,6 +388,35 @@ def test_teacher_word_vectors_start_the_bilstm_embeddings(data, teacher_dir):
     assert not embeddings[0].any()
 
 
-def test_teacher_word_vectors_need_a_teacher(data, tmp_path):
+@pytest.mark.parametrize("word_vectors", ["teacher", "teacher_output"])
+def test_teacher_word_vectors_need_a_teacher(data, tmp_path, word_vectors):
     with pytest.raises(UsageError, match="give --teacher"):
-        distill.main(distill_flags(data["train"], tmp_path / "run", word_vectors="teacher"))
+        distill.main(distill_flags(data["train"], tmp_path / "run", word_vectors=word_vectors))
+
+
+def test_teacher_output_vectors_are_the_teachers_sentence_vector_of_each_word(teacher_dir):
+    folder, teacher = teacher_dir
+    preprocessor = BertTextPreprocessor(BertTokenizer(str(folder / "vocab.txt")), 8)
+    words = ["", "good", "awful", "film", "the"]
+    vectors = teacher_output_word_vectors(teacher, preprocessor, words, batch_size=2)
+    assert not vectors[0].any()
+    for index, word in enumerate(words[1:], 1):
+        alone = teacher.sentence_vector(preprocessor(tf.constant([word])), training=False)
+        np.testing.assert_allclose(vectors[index], np.asarray(alone)[0], atol=1e-5)
+    # They are what the classifier's dense layer reads.
+    logits = teacher(preprocessor(tf.constant(["awful"])), training=False)
+    np.testing.assert_allclose(teacher.classifier_dense(vectors[2:3]), logits, atol=1e-5)
+
+
+def test_teacher_output_vectors_start_the_bilstm_embeddings(data, teacher_dir):
+    folder, teacher = teacher_dir
+    model_dir = data["root"] / "bilstm_teacher_output_vectors"
+    distill.main(distill_flags(data["train"], model_dir, teacher=folder,
+                               word_vectors="teacher_output", train_steps=1,
+                               learning_rate=1e-9, config=None, embedding_dim=None))
+    vocabulary = ["", "[UNK]"] + (model_dir / "vocabulary.txt").read_text().split()
+    embeddings = load_student(str(model_dir)).token_embedding.embeddings.numpy()
+    preprocessor = BertTextPreprocessor(BertTokenizer(str(folder / "vocab.txt")),
+                                        distill.WORD_SEQUENCE_LENGTH)
+    np.testing.assert_allclose(
+        embeddings, teacher_output_word_vectors(teacher, preprocessor, vocabulary), atol=1e-5)

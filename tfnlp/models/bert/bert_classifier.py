@@ -171,12 +171,17 @@ class BertClassifier(BertFinetuningModel):
         self.classifier_dense.build((None, encoder.config.hidden_size))
         self.built = True
 
-    def call(self, inputs, training=None):
+    def sentence_vector(self, inputs, training=None):
+        """The sentence vector `[batch, hidden_size]` that the dense layer
+        reads: `pooled_output`, or with `pooling="mean"` the mean of the
+        real tokens' final states."""
         outputs = self.encode(inputs, training)
         if self.pooling == "mean":
-            sentence = mean_over_tokens(outputs["sequence_output"], inputs["input_mask"])
-        else:
-            sentence = outputs["pooled_output"]
+            return mean_over_tokens(outputs["sequence_output"], inputs["input_mask"])
+        return outputs["pooled_output"]
+
+    def call(self, inputs, training=None):
+        sentence = self.sentence_vector(inputs, training)
         hidden = self.classifier_dropout(sentence, training=training)
         return ops.cast(self.classifier_dense(hidden), "float32")
 
