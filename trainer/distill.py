@@ -79,7 +79,7 @@ from trainer.checkpoints import BestCheckpoint, latest_step, read_run_config
 from trainer.distill_flags import (
     DATA_WRITER,
     DEFAULT_SEQUENCE_LENGTH,
-    TEACHER_OUTPUT_WORD_VECTORS,
+    TEACHER_VECTORS,
     TEACHER_WORD_VECTORS,
     check_paths,
     parse_flags,
@@ -141,12 +141,17 @@ def load_teacher(path):
     return teacher, record
 
 
+def teacher_tokenizer(record):
+    """The teacher's `BertTokenizer`, as its run's serving record gives it
+    (lower-cased unless the record says otherwise)."""
+    return BertTokenizer(record["vocab_file"], lower_case=record.get("lower_case", True))
+
+
 def teacher_dev_logits(teacher, record, texts):
     """The teacher's float32 logits `(texts, classes)` on the dev texts,
     tokenized as the teacher's run recorded."""
     preprocessor = BertTextPreprocessor(
-        BertTokenizer(record["vocab_file"], lower_case=record.get("lower_case", True)),
-        record.get("sequence_length", DEFAULT_SEQUENCE_LENGTH))
+        teacher_tokenizer(record), record.get("sequence_length", DEFAULT_SEQUENCE_LENGTH))
     logits = [teacher(preprocessor(tf.constant(texts[start:start + TEACHER_BATCH])),
                       training=False)
               for start in range(0, len(texts), TEACHER_BATCH)]
@@ -166,20 +171,17 @@ def word_embeddings(flags, vocabulary, teacher=None, teacher_record=None):
         LOGGER.info("Resuming: the embeddings come from the checkpoint, not from %s.",
                     flags.word_vectors)
         return {"embedding_dim": config["config"]["embedding_dim"]}
-    if flags.word_vectors == TEACHER_WORD_VECTORS:
-        tokenizer = BertTokenizer(teacher_record["vocab_file"],
-                                  lower_case=teacher_record.get("lower_case", True))
-        vectors = teacher_word_vectors(teacher, tokenizer, vocabulary)
-        LOGGER.info("Word vectors: the mean of the teacher's WordPiece embeddings of each "
-                    "of the %d words (%d dimensions).", len(vocabulary), vectors.shape[1])
-        return {"embedding_weights": vectors, "embedding_dim": int(vectors.shape[1])}
-    if flags.word_vectors == TEACHER_OUTPUT_WORD_VECTORS:
-        tokenizer = BertTokenizer(teacher_record["vocab_file"],
-                                  lower_case=teacher_record.get("lower_case", True))
-        vectors = teacher_output_word_vectors(
-            teacher, BertTextPreprocessor(tokenizer, WORD_SEQUENCE_LENGTH), vocabulary)
-        LOGGER.info("Word vectors: the teacher's sentence vector of each of the %d words "
-                    "alone (%d dimensions).", len(vocabulary), vectors.shape[1])
+    if flags.word_vectors in TEACHER_VECTORS:
+        tokenizer = teacher_tokenizer(teacher_record)
+        if flags.word_vectors == TEACHER_WORD_VECTORS:
+            vectors = teacher_word_vectors(teacher, tokenizer, vocabulary)
+            source = "the mean of the teacher's WordPiece embeddings"
+        else:
+            vectors = teacher_output_word_vectors(
+                teacher, BertTextPreprocessor(tokenizer, WORD_SEQUENCE_LENGTH), vocabulary)
+            source = "the teacher's sentence vector of the word alone"
+        LOGGER.info("Word vectors: %s, for each of the %d words (%d dimensions).", source,
+                    len(vocabulary), vectors.shape[1])
         return {"embedding_weights": vectors, "embedding_dim": int(vectors.shape[1])}
     alignment = align_word_vectors(
         flags.word_vectors, vocabulary, padding_ids=(0,), seed=flags.seed,
@@ -219,7 +221,7 @@ def bert_student(flags, teacher, record, num_classes):
         teacher, layers, num_classes, dropout=0.1 if flags.dropout is None else flags.dropout)
     LOGGER.info("BERT student: %d layers, initialised from the teacher's layers %s (of %d).",
                 layers, indices, source.config.num_layers)
-    tokenizer = BertTokenizer(record["vocab_file"], lower_case=record.get("lower_case", True))
+    tokenizer = teacher_tokenizer(record)
     sequence_length = (flags.max_seq_length or record.get("sequence_length")
                        or DEFAULT_SEQUENCE_LENGTH)
     check_inputs_fit(student.config, record["vocab_file"], tokenizer.vocab_size,

@@ -34,6 +34,7 @@ from tfnlp.export.saved_model import write_next_version
 from tfnlp.export.word_classifier_signatures import WordClassifierSignatures
 from tfnlp.models import BertClassifier, BertConfig, BertEncoder
 from tfnlp.models.bert.bert_classifier import mean_over_tokens
+from tfnlp.models.bert.bert_encoder import ENCODER_INPUTS
 from tfnlp.text import BertTokenizer, WordTokenizer
 from trainer import run_files
 from trainer.checkpoints import read_run_config, restore_run_model
@@ -244,7 +245,7 @@ def teacher_output_word_vectors(teacher, preprocessor, vocabulary, padding_ids=(
             sentence = teacher.sentence_vector(inputs, training=False)
         else:
             outputs = teacher_encoder(teacher)(
-                {key: inputs[key] for key in ("input_ids", "input_mask", "segment_ids")},
+                {key: inputs[key] for key in ENCODER_INPUTS},
                 training=False)
             sentence = mean_over_tokens(outputs["sequence_output"], inputs["input_mask"])
         vectors.append(np.asarray(keras.ops.convert_to_numpy(sentence), np.float32))

@@ -150,7 +150,7 @@ def read_word_list(path):
     ['the', 'film', '!']
     """
     with tf.io.gfile.GFile(path, "r") as file:
-        entries = [line.split()[0] for line in file if line.split()]
+        entries = [fields[0] for fields in map(str.split, file) if fields]
     entries = [entry for entry in entries
                if not entry.startswith("##") and not (entry.startswith("[")
                                                       and entry.endswith("]"))]
