@@ -133,6 +133,9 @@ def distillation_parser():
                          default="auto")
     add_boolean_flag(student, "freeze_word_vectors", False,
                      "BiLSTM: keep the embeddings of --word_vectors as they are.")
+    add_boolean_flag(student, "multichannel_word_vectors", False,
+                     "BiLSTM: read two channels of --word_vectors, one trained and one "
+                     "kept as it is (Kim 2014; Tang et al. 2019), concatenated.")
 
     training = parser.add_argument_group("training")
     training.add_argument("--train_steps", type=int, required=True)
@@ -196,6 +199,9 @@ def parse_flags(argv=None):
                          "text after [CLS] and [SEP]; use at least 4.")
     else:
         flags.config = flags.config or "tang2019"
+        if flags.freeze_word_vectors and flags.multichannel_word_vectors:
+            parser.error("--multichannel_word_vectors trains one of its two channels, so it "
+                         "cannot be combined with --freeze_word_vectors; pass one of them.")
         if flags.student_layers is not None:
             parser.error("--student_layers sizes the BERT student (--student=bert); the "
                          "BiLSTM's sizes are --config and --embedding_dim, --lstm_units, "

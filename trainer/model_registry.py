@@ -77,6 +77,7 @@ def _bilstm_arguments(flags):
                  for name in ("embedding_dim", "lstm_units", "hidden_dim", "pooling", "dropout")
                  if getattr(flags, name) is not None}
     arguments["freeze_embeddings"] = flags.freeze_word_vectors
+    arguments["multichannel"] = flags.multichannel_word_vectors
     return arguments
 
 

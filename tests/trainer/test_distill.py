@@ -408,15 +408,18 @@ def test_teacher_output_vectors_are_the_teachers_sentence_vector_of_each_word(te
     np.testing.assert_allclose(teacher.classifier_dense(vectors[2:3]), logits, atol=1e-5)
 
 
-def test_teacher_output_vectors_start_the_bilstm_embeddings(data, teacher_dir):
+def test_teacher_output_vectors_start_both_channels_of_the_bilstm(data, teacher_dir):
     folder, teacher = teacher_dir
     model_dir = data["root"] / "bilstm_teacher_output_vectors"
     distill.main(distill_flags(data["train"], model_dir, teacher=folder,
-                               word_vectors="teacher_output", train_steps=1,
-                               learning_rate=1e-9, config=None, embedding_dim=None))
+                               word_vectors="teacher_output", multichannel_word_vectors=True,
+                               train_steps=1, learning_rate=1e-9, config=None,
+                               embedding_dim=None))
     vocabulary = ["", "[UNK]"] + (model_dir / "vocabulary.txt").read_text().split()
-    embeddings = load_student(str(model_dir)).token_embedding.embeddings.numpy()
+    student = load_student(str(model_dir))
     preprocessor = BertTextPreprocessor(BertTokenizer(str(folder / "vocab.txt")),
                                         distill.WORD_SEQUENCE_LENGTH)
-    np.testing.assert_allclose(
-        embeddings, teacher_output_word_vectors(teacher, preprocessor, vocabulary), atol=1e-5)
+    expected = teacher_output_word_vectors(teacher, preprocessor, vocabulary)
+    assert student.multichannel
+    for embedding in (student.token_embedding, student.static_embedding):
+        np.testing.assert_allclose(embedding.embeddings.numpy(), expected, atol=1e-5)

@@ -33,9 +33,10 @@ def with_mask(ids):
     return {"token_ids": ids, "padding_mask": ids != 0}
 
 
-@pytest.mark.parametrize("pooling", ["final", "max"])
-def test_model_checks_config_keras_archive_and_checkpoint(pooling, tmp_path):
-    model = classifier(pooling=pooling, dropout=0.1, freeze_embeddings=True)
+@pytest.mark.parametrize("pooling, embeddings", [
+    ("final", dict(freeze_embeddings=True)), ("max", dict(multichannel=True))])
+def test_model_checks_config_keras_archive_and_checkpoint(pooling, embeddings, tmp_path):
+    model = classifier(pooling=pooling, dropout=0.1, **embeddings)
     check_model(model, with_mask(padded(8)), tmp_path, jax=pooling == "final", atol=1e-5)
 
 
@@ -105,6 +106,25 @@ def test_pretrained_embeddings_by_argument_or_set_weights():
     with pytest.raises(ValueError, match=r"must have the shape \(vocabulary_size, "
                                          r"embedding_dim\) = \(30, 16\).*\(30, 8\)"):
         classifier(embedding_weights=vectors[:, :8])
+
+
+def test_multichannel_trains_one_copy_of_the_vectors_and_reads_both():
+    ids, labels = separable_task()
+    vectors = np.random.default_rng(1).normal(size=(VOCABULARY, 16)).astype("float32")
+    model = classifier(num_classes=2, embedding_weights=vectors, multichannel=True)
+    assert model.encoder.recurrent_layers[0].forward_layer.cell.kernel.shape[0] == 2 * 16
+    model.compile(optimizer=keras.optimizers.Adam(0.05),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.fit(ids, labels, batch_size=16, epochs=2, verbose=0, shuffle=False)
+    np.testing.assert_array_equal(to_numpy(model.static_embedding.embeddings), vectors)
+    trained = to_numpy(model.token_embedding.embeddings)
+    assert np.abs(trained - vectors).max() > 1e-2
+    # The LSTM reads the static channel too: changing it changes the logits.
+    before = to_numpy(model(ids))
+    model.static_embedding.set_weights([trained])
+    assert np.abs(to_numpy(model(ids)) - before).max() > 1e-4
+    with pytest.raises(ValueError, match="cannot be combined with `freeze_embeddings=True`"):
+        classifier(multichannel=True, freeze_embeddings=True)
 
 
 def separable_task(examples=64, length=6, seed=0):

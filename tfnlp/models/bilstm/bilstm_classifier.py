@@ -32,7 +32,8 @@ class BiLSTMClassifier(PresetModel):
     """A word-embedding BiLSTM with a ReLU classifier (Tang et al., 2019).
 
     Token ids are embedded (an embedding of `vocabulary_size` rows, which
-    pretrained word vectors can initialise), read by one bidirectional LSTM
+    pretrained word vectors can initialise; optionally two channels of
+    them, one trained and one static), read by one bidirectional LSTM
     (`tfnlp.layers.LSTMEncoder`), pooled into one vector per sentence, and
     classified by a ReLU dense layer of `hidden_dim` units, dropout and a
     dense layer of `num_classes` units. The result is float32 logits (no
@@ -68,13 +69,19 @@ class BiLSTMClassifier(PresetModel):
             (for pretrained word vectors kept as they are). Setting
             `model.trainable = True` later unfreezes it too, as Keras sets
             every sublayer.
+        multichannel: whether each token is the concatenation of two
+            embeddings that start from the same vectors: one trained, one
+            left as it is (Kim's "multichannel", which Tang et al. use for
+            SST-2). Words the training data never shows keep, in the static
+            channel, vectors in the same space as everyone else's.
         padding_id: the token id of padding, from which the padding mask of
             bare token ids is derived.
         embedding_weights: None, or a float matrix `(vocabulary_size,
             embedding_dim)` of initial embeddings, such as word2vec or GloVe
             vectors aligned with the vocabulary. It is not part of the config
             (the weights are in a saved model). To load vectors later, call
-            `model.token_embedding.set_weights([matrix])`.
+            `model.token_embedding.set_weights([matrix])` (and the same on
+            `model.static_embedding` with `multichannel`).
         dtype: the dtype policy of the layers (for example
             "mixed_bfloat16").
         **kwargs: standard `keras.Model` arguments, such as `name`.
@@ -106,11 +113,18 @@ class BiLSTMClassifier(PresetModel):
     True
     >>> [weight.name for weight in model.non_trainable_weights]
     ['embeddings']
+    >>> model = BiLSTMClassifier.from_preset(
+    ...     "tiny", vocabulary_size=100, num_classes=2, multichannel=True)
+    >>> tuple(model(token_ids).shape), len(model.non_trainable_weights)
+    ((2, 2), 1)
 
     References:
         - [Tang et al., 2019. Distilling Task-Specific Knowledge from BERT
           into Simple Neural Networks](https://arxiv.org/abs/1903.12136)
           (section 3.1)
+        - [Kim, 2014. Convolutional Neural Networks for Sentence
+          Classification](https://arxiv.org/abs/1408.5882) (multichannel
+          embeddings)
         - [Hochreiter and Schmidhuber, 1997. Long Short-Term Memory](
           https://doi.org/10.1162/neco.1997.9.8.1735)
         - [Schuster and Paliwal, 1997. Bidirectional Recurrent Neural
@@ -129,6 +143,7 @@ class BiLSTMClassifier(PresetModel):
         dropout=0.1,
         pooling="final",
         freeze_embeddings=False,
+        multichannel=False,
         padding_id=0,
         embedding_weights=None,
         dtype=None,
@@ -149,6 +164,11 @@ class BiLSTMClassifier(PresetModel):
                 f"BiLSTMClassifier: `pooling` must be one of {', '.join(POOLINGS)}. "
                 f"Received: {pooling!r}."
             )
+        if multichannel and freeze_embeddings:
+            raise ValueError(
+                "BiLSTMClassifier: `multichannel=True` trains one of its two embedding "
+                "channels, so it cannot be combined with `freeze_embeddings=True`. "
+                "Pass one of them.")
         if embedding_weights is not None:
             embedding_weights = np.asarray(embedding_weights)
             if embedding_weights.shape != (vocabulary_size, embedding_dim):
@@ -168,12 +188,18 @@ class BiLSTMClassifier(PresetModel):
         self.dropout = dropout
         self.pooling = pooling
         self.freeze_embeddings = bool(freeze_embeddings)
+        self.multichannel = bool(multichannel)
         self.padding_id = padding_id
 
         policy = self.dtype_policy
         self.token_embedding = keras.layers.Embedding(
             vocabulary_size, embedding_dim, dtype=policy, name="token_embedding")
         self.token_embedding.trainable = not self.freeze_embeddings
+        self.static_embedding = None
+        if self.multichannel:
+            self.static_embedding = keras.layers.Embedding(
+                vocabulary_size, embedding_dim, dtype=policy, name="static_embedding")
+            self.static_embedding.trainable = False
         self.encoder = LSTMEncoder(lstm_units, num_layers=1, bidirectional=True,
                                    dtype=policy, name="encoder")
         self.hidden_dense = keras.layers.Dense(
@@ -182,8 +208,12 @@ class BiLSTMClassifier(PresetModel):
         self.classifier_dense = keras.layers.Dense(
             num_classes, dtype=policy, name="classifier_dense")
         self.build()
+        if self.static_embedding is not None:
+            # Both channels start equal: the static one is a frozen copy.
+            self.static_embedding.set_weights(self.token_embedding.get_weights())
         if embedding_weights is not None:
-            self.token_embedding.set_weights([embedding_weights])
+            for embedding in self.embeddings():
+                embedding.set_weights([embedding_weights])
 
     @classmethod
     def from_preset(cls, name, vocabulary_size, num_classes, **overrides):
@@ -193,10 +223,17 @@ class BiLSTMClassifier(PresetModel):
         return super().from_preset(name, vocabulary_size=vocabulary_size,
                                    num_classes=num_classes, **overrides)
 
+    def embeddings(self):
+        """The embedding layers: the trained one, then the static one with
+        `multichannel`."""
+        return [self.token_embedding] + (
+            [self.static_embedding] if self.static_embedding is not None else [])
+
     def build(self, inputs_shape=None):
         """Creates every variable (the shapes do not depend on the inputs)."""
-        self.token_embedding.build((None, None))
-        self.encoder.build((None, None, self.embedding_dim))
+        for embedding in self.embeddings():
+            embedding.build((None, None))
+        self.encoder.build((None, None, self.embedding_dim * len(self.embeddings())))
         self.hidden_dense.build((None, self.encoder.output_dim))
         self.hidden_dropout.build((None, self.hidden_dim))
         self.classifier_dense.build((None, self.hidden_dim))
@@ -208,7 +245,8 @@ class BiLSTMClassifier(PresetModel):
         token_ids, padding_mask = split_inputs(inputs)
         if padding_mask is None:
             padding_mask = ops.not_equal(token_ids, self.padding_id)
-        embedded = self.token_embedding(token_ids)
+        channels = [embedding(token_ids) for embedding in self.embeddings()]
+        embedded = channels[0] if len(channels) == 1 else ops.concatenate(channels, axis=-1)
         outputs = self.encoder(embedded, mask=padding_mask, training=training)
         return self.pool(outputs["sequence_output"], outputs["final_states"][-1][0],
                          padding_mask)
