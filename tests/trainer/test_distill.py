@@ -25,7 +25,7 @@ from tfnlp.serve.http_server import start_server
 from tfnlp.serve.model_store import ModelStore
 from tfnlp.text import BertTokenizer, WordTokenizer, write_vocabulary
 from tfnlp.command_line import UsageError
-from trainer import distill, export
+from trainer import average_checkpoints, distill, export
 from trainer.distillation_models import (distilled_bert_classifier, load_student,
                                          teacher_output_word_vectors)
 from trainer.tasks.distillation import DistillationTask
@@ -131,7 +131,8 @@ def data(tmp_path_factory):
 def bilstm_run(data):
     model_dir, export_dir = data["root"] / "bilstm", data["root"] / "bilstm_export"
     distill.main(distill_flags(data["train"], model_dir, eval_data=data["dev"],
-                               eval_every_steps=20, export_dir=export_dir))
+                               eval_every_steps=20, checkpoint_every_steps=20,
+                               export_dir=export_dir))
     return model_dir, export_dir
 
 
@@ -188,6 +189,25 @@ def test_trainer_export_exports_a_distillation_run_that_tfnlp_serve_serves(bilst
     np.testing.assert_allclose([prediction["probabilities"] for prediction in predictions],
                                in_process_bilstm_probabilities(model_dir, TEXTS[:2]),
                                atol=1e-6)
+
+
+def test_the_average_of_the_last_checkpoints_exports(bilstm_run, tmp_path):
+    model_dir, _ = bilstm_run
+    averaged = average_checkpoints.main([
+        f"--model_dir={model_dir}", "--num_checkpoints=2",
+        f"--output={tmp_path / 'averaged' / 'ckpt-40'}"])
+    export.main([f"--model_dir={model_dir}", f"--checkpoint={averaged}",
+                 f"--export_dir={tmp_path / 'averaged_export'}"])
+    kept = [load_student(str(model_dir), str(model_dir / f"ckpt-{step}")).get_weights()
+            for step in (20, 40)]
+    assert any(np.abs(first - last).max() > 1e-3 for first, last in zip(*kept))
+    model = load_student(str(model_dir))
+    model.set_weights([(first + last) / 2 for first, last in zip(*kept)])
+    tokenizer = WordTokenizer(str(model_dir / "vocabulary.txt"), sequence_length=MAX_SEQ_LENGTH)
+    expected = softmax(model(tokenizer(tf.constant(TEXTS)), training=False))
+    loaded = tf.saved_model.load(str(tmp_path / "averaged_export" / "1"))
+    outputs = loaded.signatures["serving_default"](text=tf.constant(TEXTS))
+    np.testing.assert_allclose(outputs["probabilities"].numpy(), expected, atol=1e-5)
 
 
 def checkpoint_weights(model_dir):
