@@ -208,12 +208,11 @@ class BiLSTMClassifier(PresetModel):
         self.classifier_dense = keras.layers.Dense(
             num_classes, dtype=policy, name="classifier_dense")
         self.build()
+        if embedding_weights is not None:
+            self.token_embedding.set_weights([embedding_weights])
         if self.static_embedding is not None:
             # Both channels start equal: the static one is a frozen copy.
             self.static_embedding.set_weights(self.token_embedding.get_weights())
-        if embedding_weights is not None:
-            for embedding in self.embeddings():
-                embedding.set_weights([embedding_weights])
 
     @classmethod
     def from_preset(cls, name, vocabulary_size, num_classes, **overrides):
