@@ -110,6 +110,10 @@ BENCHMARKS = {benchmark.name: benchmark for benchmark in (
               "distillation students against their teacher through the REST server: "
               "p50/p99 latency at batch 1, throughput at batch 32",
               quick_flags=("--quick",), minutes=4),
+    Benchmark("distillation_training",
+              "distillation students' training on length-bucketed batches against "
+              "batches padded to 128 tokens, on SST-2",
+              quick_flags=("--quick",), minutes=5),
     Benchmark("bilstm_export",
               "an exported BiLSTM classifier on the fused LSTM kernel against Keras' loop",
               quick_flags=("--quick",), minutes=0.5, needs_data=False),

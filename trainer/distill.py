@@ -280,12 +280,12 @@ def build_training(flags, run):
     def dataset_function(seed):
         def dataset_fn(input_context):
             records = distillation_dataset(
-                train_files,
-                batch_size=input_context.get_per_replica_batch_size(flags.global_batch_size),
-                num_classes=num_classes, origins=origins, shuffle=True,
-                shuffle_buffer=flags.shuffle_buffer, seed=seed, repeat=True,
-                drop_remainder=True, input_context=input_context)
-            return inputs.map(records, with_teacher_logits=flags.objective == "distill")
+                train_files, batch_size=None, num_classes=num_classes, origins=origins,
+                shuffle=True, shuffle_buffer=flags.shuffle_buffer, seed=seed, repeat=True,
+                input_context=input_context)
+            return inputs.training_batches(
+                records, input_context.get_per_replica_batch_size(flags.global_batch_size),
+                with_teacher_logits=flags.objective == "distill")
 
         return dataset_fn
 

@@ -63,9 +63,10 @@ def distillation_parser():
                            "BiLSTM, WordPieces with [CLS] and [SEP] for BERT); default: "
                            f"the teacher run's, else {DEFAULT_SEQUENCE_LENGTH}.")
     data.add_argument("--bucket_boundaries", default=length_buckets.DEFAULT_BOUNDARIES,
-                      help="Each batch is padded to the narrowest of these widths (and "
-                           "--max_seq_length) that holds its longest text; empty: to "
-                           "--max_seq_length.")
+                      help="Length buckets: a training batch holds texts of one bucket "
+                           "of these widths (and --max_seq_length), and each batch is "
+                           "padded to the narrowest width that holds its longest text; "
+                           "empty: batches in record order, padded to --max_seq_length.")
     data.add_argument("--seed", type=int, default=0,
                       help="Seeds the initial weights, dropout and the data order.")
 

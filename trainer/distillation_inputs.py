@@ -2,7 +2,7 @@
 word vocabulary, and the training and dev batches tokenized for a student.
 
 The records of the transfer set (`tfnlp.data.distillation_dataset`) carry
-raw text; `StudentInputs` turns a batch of them into the student's
+raw text; `StudentInputs` turns them into the student's batches of
 features in `tf.data`, with the tokenizer its export uses, so the training
 input and the served model read text the same way:
 
@@ -11,8 +11,9 @@ input and the served model read text the same way:
 - BERT: `input_ids`, `input_mask`, `segment_ids` (`[CLS] text [SEP]`,
   the teacher's WordPiece vocabulary);
 
-each batch padded to the narrowest length bucket that holds its longest
-text (`trainer.length_buckets`), plus `label` and, for the distillation
+training batches of texts of one length bucket, each batch padded to
+the narrowest bucket width that holds its longest text
+(`trainer.length_buckets`), plus `label` and, for the distillation
 objective and for a dev set the teacher labelled, `teacher_logits`. The
 strings are left out: XLA and TPUs take numbers only.
 """
@@ -149,7 +150,7 @@ def read_dev_set(path, text_column, label_column, labels):
 
 
 class StudentInputs:
-    """A student's features of a batch of records, in `tf.data`.
+    """A student's features of the transfer set's records, in `tf.data`.
 
     Args:
         tokenizer: a `tfnlp.text.WordTokenizer` (BiLSTM student) or a
@@ -157,7 +158,9 @@ class StudentInputs:
         sequence_length: the most tokens of a text (with [CLS] and [SEP]
             for BERT).
         bucket_widths: `trainer.length_buckets.bucket_widths(...)`, or None
-            to pad every batch to `sequence_length`.
+            to pad every batch to `sequence_length`. Training batches hold
+            texts of one length bucket (`training_batches`); every batch
+            is cut to the narrowest width that holds its longest text.
     """
 
     def __init__(self, tokenizer, sequence_length, bucket_widths=None):
@@ -175,34 +178,68 @@ class StudentInputs:
 
     def features(self, texts):
         """The padded features of a batch of texts `[batch]`."""
+        return self.padded(self.tokenizer.tokenize(texts))
+
+    def padded(self, tokens):
+        """The padded features of a batch of token ids, ragged `[batch,
+        None]` (`tokenizer.tokenize`)."""
         if self.bert:
-            features = pack_inputs([self.tokenizer.tokenize(texts)], self.sequence_length,
-                                   self.tokenizer.cls_id, self.tokenizer.sep_id)
+            features = pack_inputs([tokens], self.sequence_length, self.tokenizer.cls_id,
+                                   self.tokenizer.sep_id)
         else:
-            token_ids = self.tokenizer.tokenize(texts).to_tensor(
-                default_value=0, shape=[None, self.sequence_length])
+            token_ids = tokens.to_tensor(default_value=0, shape=[None, self.sequence_length])
             features = {"token_ids": token_ids,
                         INPUT_MASK: tf.cast(tf.not_equal(token_ids, 0), tf.int32)}
         if self.bucket_widths:
             features, = length_buckets.trim_to_bucket(features, self.bucket_widths)
         return features
 
-    def batch(self, records, with_teacher_logits=True):
-        """The student's batch of a batch of records: the features, `label`
-        and (when asked and present) `teacher_logits`."""
-        batch = {**self.features(records[TEXT]), LABEL: records[LABEL]}
+    def batch(self, records, with_teacher_logits=True, features=None):
+        """The student's batch of a batch of records: the features (of
+        `records["text"]` unless given), `label` and (when asked and
+        present) `teacher_logits`."""
+        features = self.features(records[TEXT]) if features is None else features
+        batch = {**features, LABEL: records[LABEL]}
         if with_teacher_logits and TEACHER_LOGITS in records:
             batch[TEACHER_LOGITS] = records[TEACHER_LOGITS]
         return batch
 
     def map(self, dataset, with_teacher_logits=True):
         """`dataset` of record batches mapped to student batches, in
-        parallel (the tokenizers' code has no Python control flow to
-        convert)."""
-        encode = tf.autograph.experimental.do_not_convert(
-            lambda records: self.batch(records, with_teacher_logits))
-        return dataset.map(encode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
-            tf.data.AUTOTUNE)
+        parallel."""
+        return _map(dataset, lambda records: self.batch(records, with_teacher_logits))
+
+    def training_batches(self, records, batch_size, with_teacher_logits=True):
+        """The full student batches of `records`, a dataset of single
+        records: with `bucket_widths`, each batch holds texts of one length
+        bucket (`trainer.length_buckets.bucket_batches`), so that short
+        texts are not padded to the width of a long one; else records in
+        their order."""
+        if not self.bucket_widths:
+            return self.map(records.batch(batch_size, drop_remainder=True),
+                            with_teacher_logits)
+        tokens_key = "tokens"
+        added = 2 if self.bert else 0  # [CLS] and [SEP]
+
+        def with_tokens(record):
+            return {**record, tokens_key: self.tokenizer.tokenize(record[TEXT][None])[0]}
+
+        def length_of(record):
+            return tf.minimum(tf.size(record[tokens_key]) + added, self.sequence_length)
+
+        batches = length_buckets.bucket_batches(
+            _map(records, with_tokens), length_of, self.bucket_widths, batch_size,
+            drop_remainder=True)
+        return _map(batches, lambda records: self.batch(
+            records, with_teacher_logits, features=self.padded(records[tokens_key])))
+
+
+def _map(dataset, function):
+    """`dataset.map(function)` in parallel, without AutoGraph (the
+    tokenizers' code has no Python control flow to convert), prefetched."""
+    function = tf.autograph.experimental.do_not_convert(function)
+    return dataset.map(function, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
+        tf.data.AUTOTUNE)
 
 
 def dev_dataset_function(dev_set, inputs, global_batch_size):

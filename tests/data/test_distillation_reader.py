@@ -55,6 +55,14 @@ def test_batches_hold_texts_logits_labels_and_origins(tmp_path):
         assert label == (index % 2 if index % 3 == 0 else -1)
 
 
+def test_no_batch_size_gives_single_records(tmp_path):
+    dataset = distillation_dataset(write_shards(tmp_path), batch_size=None, shuffle=False)
+    assert dataset.element_spec["text"] == tf.TensorSpec([], tf.string)
+    assert dataset.element_spec["teacher_logits"] == tf.TensorSpec([3], tf.float32)
+    assert sorted(int(record["text"].numpy().decode().split()[1])
+                  for record in dataset) == list(range(RECORDS))
+
+
 def test_one_pass_reads_every_record_once(tmp_path):
     dataset = distillation_dataset(write_shards(tmp_path), 4, shuffle=False,
                                    drop_remainder=False)

@@ -106,12 +106,14 @@ def distillation_dataset(
     fewer files than pipelines; `tfnlp.data.tfrecord_files.sharded_records`).
     `batch_size` is the batch this dataset yields: with
     `strategy.distribute_datasets_from_function`, pass
-    `input_context.get_per_replica_batch_size(global_batch_size)`.
+    `input_context.get_per_replica_batch_size(global_batch_size)`. With
+    `batch_size=None` it yields single records, for a caller that batches
+    them itself (by length, for example: `trainer.length_buckets`).
 
     Args:
         file_pattern: a glob, or a list of globs (comma-separated globs
             too), of the shards (`DIR/train-*.tfrecord`).
-        batch_size: records per batch.
+        batch_size: records per batch; None: single records, unbatched.
         num_classes: the teacher's number of classes; None: that of the
             first record.
         origins: keep only the records of these origins (a name or a list
@@ -138,7 +140,8 @@ def distillation_dataset(
     Returns:
         A `tf.data.Dataset` of `{"text": string [batch], "teacher_logits":
         float32 [batch, num_classes], "label": int32 [batch], "origin":
-        string [batch]}`.
+        string [batch]}` (without the `[batch]` dimension when
+        `batch_size` is None).
 
     Raises:
         FileNotFoundError: no file matches `file_pattern`.
@@ -168,7 +171,7 @@ def distillation_dataset(
         - [Tang et al., 2019. Distilling Task-Specific Knowledge from BERT
           into Simple Neural Networks](https://arxiv.org/abs/1903.12136)
     """
-    if int(batch_size) < 1:
+    if batch_size is not None and int(batch_size) < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}.")
     if shuffle and int(shuffle_buffer) < 1:
         raise ValueError(f"shuffle_buffer must be at least 1, got {shuffle_buffer}.")
@@ -204,5 +207,6 @@ def distillation_dataset(
         dataset = dataset.filter(lambda features: tf.reduce_any(
             tf.equal(features[distillation_schema.ORIGIN], kept)))
     dataset = tfrecord_files.shuffle_and_repeat(dataset, shuffle, shuffle_buffer, seed, repeat)
-    dataset = dataset.batch(int(batch_size), drop_remainder=bool(drop_remainder))
+    if batch_size is not None:
+        dataset = dataset.batch(int(batch_size), drop_remainder=bool(drop_remainder))
     return dataset.prefetch(tf.data.AUTOTUNE)
