@@ -322,7 +322,7 @@ def _batches(components, batch_size, training, seed, drop_remainder, lengths=Non
     return dataset.map(lambda *batch: batch[:-1])
 
 
-def _map(dataset, encode):
+def parallel_map(dataset, encode):
     """`dataset.map(encode)`, in parallel and without AutoGraph.
 
     `encode` has no Python control flow on tensors; AutoGraph would only
@@ -372,7 +372,7 @@ def classification_dataset(examples, label_list, tokenizer, max_seq_length, batc
             return length_buckets.trim_to_bucket(features, bucket_widths, label)
         return features, label
 
-    return _map(dataset, encode)
+    return parallel_map(dataset, encode)
 
 
 def token_classification_dataset(examples, label_list, tokenizer, max_seq_length,
@@ -427,7 +427,7 @@ def token_classification_dataset(examples, label_list, tokenizer, max_seq_length
                 features, bucket_widths, tf.maximum(labels, 0), weights)
         return features, tf.maximum(labels, 0), weights
 
-    return _map(dataset, encode)
+    return parallel_map(dataset, encode)
 
 
 def encode_spans(examples, tokenizer, max_seq_length, report, chunk=1024):
