@@ -30,7 +30,6 @@ from tfnlp.data.distillation_schema import LABEL, TEACHER_LOGITS, TEXT
 from tfnlp.text import (build_word_vocabulary, pack_inputs, read_word_list, word_counts,
                         write_word_vocabulary)
 from trainer import finetune_data, length_buckets, run_files
-from trainer.finetune_data import parallel_map
 from trainer.distillation_models import VOCABULARY_FILE, read_labels
 
 LOGGER = logging.getLogger(__name__)
@@ -208,8 +207,8 @@ class StudentInputs:
     def map(self, dataset, with_teacher_logits=True):
         """`dataset` of record batches mapped to student batches, in
         parallel."""
-        return parallel_map(dataset,
-                            lambda records: self.batch(records, with_teacher_logits))
+        return finetune_data.parallel_map(
+            dataset, lambda records: self.batch(records, with_teacher_logits))
 
     def training_batches(self, records, batch_size, with_teacher_logits=True):
         """The full student batches of `records`, a dataset of single
@@ -230,9 +229,9 @@ class StudentInputs:
             return tf.minimum(tf.size(record[tokens_key]) + added, self.sequence_length)
 
         batches = length_buckets.bucket_batches(
-            parallel_map(records, with_tokens), length_of, self.bucket_widths, batch_size,
-            drop_remainder=True)
-        return parallel_map(batches, lambda records: self.batch(
+            finetune_data.parallel_map(records, with_tokens), length_of, self.bucket_widths,
+            batch_size, drop_remainder=True)
+        return finetune_data.parallel_map(batches, lambda records: self.batch(
             records, with_teacher_logits, features=self.padded(records[tokens_key])))
 
 
