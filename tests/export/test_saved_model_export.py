@@ -2,8 +2,8 @@
 only TensorFlow (and tensorflow-text), and TensorFlow's `saved_model_cli`.
 
 Every export's outputs are compared with the in-memory Keras model on the
-same text, packed here by tfnlp's tokenizer (the masks of fill-mask by
-splitting the text in Python), within 1e-5.
+same text, packed here by tfnlp's tokenizer (the masks of fill-mask and
+of the classifier by splitting the text in Python), within 1e-5.
 """
 
 import os
@@ -130,10 +130,12 @@ def test_text_exports_match_the_keras_models_in_a_new_process(
         _text_call(exports["token_classifier"], "serving_default", texts[:2]),
         _text_call(exports["span"], "serving_default", pairs),
         _ids_call(exports["classifier"], "classify_ids", _packed(tokenizer, [texts])),
+        _text_call(exports["classifier"], "serving_default", masked),
     ]
     results, packages = run_in_new_process(tmp_path, calls)
     assert "tfnlp" not in packages and "tensorflow_text" in packages
-    (encoded, encoded_pairs, filled, classified, tagged, spans, classified_ids) = results
+    (encoded, encoded_pairs, filled, classified, tagged, spans, classified_ids,
+     classified_masked) = results
 
     encoder = models["pretraining"].encoder
     for outputs, segments in ((encoded, [texts]), (encoded_pairs, list(zip(*pairs)))):
@@ -174,6 +176,12 @@ def test_text_exports_match_the_keras_models_in_a_new_process(
     for outputs in (classified, classified_ids):
         np.testing.assert_allclose(outputs["probabilities"], probabilities, atol=TOLERANCE)
         assert outputs["label"] == [LABELS[i] for i in probabilities.argmax(-1)]
+    logits = models["classifier"]({  # A literal [MASK] is the mask token.
+        "input_ids": input_ids,
+        "input_mask": np.array([mask for _, mask in masked_inputs], "int32"),
+        "segment_ids": np.zeros_like(input_ids),
+    })
+    np.testing.assert_allclose(classified_masked["logits"], to_numpy(logits), atol=TOLERANCE)
 
     packed = _packed(tokenizer, [texts[:2]])
     probabilities = _softmax(to_numpy(models["token_classifier"](packed)))

@@ -266,7 +266,10 @@ class BertClassifierSignatures(BertSignatures):
 
     The text signature of a `BertClassifier` runs the model on its batch
     cut to the longest text (`trim_to_longest`), not padded to the
-    preprocessor's `sequence_length`. Its outputs: `label` string `[batch]`, `class_id`
+    preprocessor's `sequence_length`. In the text, a literal "[MASK]" is
+    BERT's mask token, as in fill-mask and in Hugging Face's tokenizers:
+    the synthetic texts of distillation mask words with it, and Tang et
+    al. (2019) have the teacher read them as masked words. Its outputs: `label` string `[batch]`, `class_id`
     int32 `[batch]`, `probabilities` float32 `[batch, classes]` and
     `logits` float32 `[batch, classes]` (the scores before the softmax,
     which a distillation teacher hands its student: see
@@ -335,7 +338,7 @@ class BertClassifierSignatures(BertSignatures):
         }
 
     def text_outputs(self, text):
-        inputs = self.preprocessor(text)
+        inputs = self.preprocessor(text, mask_tokens=True)
         if not self.per_token:
             inputs = trim_to_longest(inputs)
         outputs = self.outputs(inputs)
