@@ -137,9 +137,11 @@ def test_records_hold_the_exports_own_logits_for_their_text(job_run, teacher_exp
     tolerance = 1e-5
     np.testing.assert_allclose([record["teacher_logits"] for record in records], expected,
                                rtol=0, atol=tolerance)
-    # Misaligned logits would be seen: each text's logits differ from the
-    # next one's by more than the tolerance.
-    assert np.abs(expected - np.roll(expected, 1, axis=0)).max(axis=1).min() > 2 * tolerance
+    # Misaligned logits would be seen: nearly every text's logits differ from
+    # the next one's by more than the tolerance (a random teacher gives close
+    # logits to a few texts, such as ones that differ in a masked word).
+    differences = np.abs(expected - np.roll(expected, 1, axis=0)).max(axis=1)
+    assert np.mean(differences > 2 * tolerance) > 0.9
 
 
 def test_the_transfer_set_is_distinct_unexcluded_text_of_each_origin(job_run):
