@@ -269,9 +269,10 @@ class BertClassifierSignatures(BertSignatures):
     preprocessor's `sequence_length`. In the text, a literal "[MASK]" is
     BERT's mask token, as in fill-mask and in Hugging Face's tokenizers:
     the synthetic texts of distillation mask words with it, and Tang et
-    al. (2019) have the teacher read them as masked words. Its outputs: `label` string `[batch]`, `class_id`
-    int32 `[batch]`, `probabilities` float32 `[batch, classes]` and
-    `logits` float32 `[batch, classes]` (the scores before the softmax,
+    al. (2019) have the teacher read them as masked words. Its outputs:
+    `label` string `[batch]`, `class_id` int32 `[batch]`, `probabilities`
+    float32 `[batch, classes]` and `logits` float32 `[batch, classes]`
+    (the scores before the softmax,
     which a distillation teacher hands its student: see
     `pipelines.distillation_data`).
 
