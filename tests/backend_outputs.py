@@ -2,8 +2,9 @@
 
     KERAS_BACKEND=jax python -m tests.backend_outputs OUTPUT.npz
 
-The weights and inputs come from a fixed numpy seed, so the files written on
-two backends must agree (see tests/test_backends.py).
+The weights and inputs come from a fixed numpy seed, so the outputs on two
+backends must agree (tests/test_backends.py computes TensorFlow's in its own
+process and runs this module for JAX's).
 """
 
 import sys

@@ -2,6 +2,7 @@
 which `--verbose` and TFNLP_VERBOSE=1 bring back."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -37,12 +38,14 @@ def test_a_command_line_starts_with_nothing_on_stderr(command):
     assert finished.stderr == ""
 
 
-@pytest.mark.parametrize("how", ["flag", "environment"])
-def test_verbose_shows_the_frameworks_start_up_lines(how):
-    finished = help_run("--verbose") if how == "flag" else help_run(TFNLP_VERBOSE="1")
+def test_verbose_shows_the_frameworks_start_up_lines():
+    # TFNLP_VERBOSE=1 asks the same `verbose_requested` (tested below).
+    finished = help_run("--verbose")
     assert finished.returncode == 0
     assert "apitools" in finished.stderr  # Beam's
-    assert "oneDNN" in finished.stderr or "cpu_feature_guard" in finished.stderr  # TensorFlow's
+    # TensorFlow's C++ log lines name their source file ("cudart_stub.cc:31]",
+    # "cpu_feature_guard.cc:227]"); which ones appear depends on the machine.
+    assert re.search(r"\w\.cc:\d+\]", finished.stderr), finished.stderr
 
 
 @pytest.mark.parametrize("arguments, environment, expected", [

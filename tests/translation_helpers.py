@@ -199,12 +199,13 @@ def assert_export_scores_the_best_bleu(model_dir, export_dir, data, best_is_not_
     BLEU, lower-cased BLEU and chrF that the trainer logged for that
     checkpoint, decoded in its own batches from the records.
 
-    The comparison can see the likely mistakes: BLEU with the translations
-    and references swapped, or of the translations as SentencePiece pieces,
-    each differ from the logged figure by more than 0.01 (10^7 times the
-    tolerance); and, with `best_is_not_the_last`, so does the BLEU of the
-    last evaluation (which an export of the latest model instead of the
-    best would score).
+    The comparison can see the likely mistakes; each differs from the logged
+    figures by more than 0.01 (10^7 times the tolerance): the translations
+    and references swapped (in BLEU or in chrF: swapped BLEU is the same
+    when the two sides have the same length, chrF weighs recall above
+    precision), the translations as SentencePiece pieces; and, with
+    `best_is_not_the_last`, the BLEU of the last evaluation (which an export
+    of the latest model instead of the best would score).
     """
     best = read_json(os.path.join(model_dir, "best", "best.json"))
     served = tf.saved_model.load(os.path.join(export_dir, "1"))
@@ -218,8 +219,10 @@ def assert_export_scores_the_best_bleu(model_dir, export_dir, data, best_is_not_
         assert abs(figure - best[name]) < 1e-9, (name, figure, best)
     pieces = sentencepiece.SentencePieceProcessor(model_file=data["vocab_file"]).encode(
         translations, out_type=str)
+    swapped = corpus_figures(references, translations)
+    assert max(abs(swapped[name] - best[name]) for name in ("bleu", "chrf")) > 0.01, (
+        swapped, best)
     mistakes = {
-        "swapped": sacrebleu.corpus_bleu(references, [translations]).score,
         "pieces": sacrebleu.corpus_bleu([" ".join(row) for row in pieces],
                                         [references]).score,
     }

@@ -1,6 +1,10 @@
 """Shared helpers of the trainer tests: tiny TFRecords and trainer runs."""
 
+import contextlib
+import importlib
+import io
 import json
+import logging
 import os
 import random
 import subprocess
@@ -107,6 +111,26 @@ def run(arguments, logical_cpus=0, timeout=240, module="trainer.pretrain", **env
     output, _ = process.communicate(timeout=timeout)
     assert process.returncode == 0, output[-4000:]
     return output
+
+
+def run_here(arguments, module="trainer.pretrain"):
+    """Runs the trainer's `main(arguments)` in this process, as `run` does
+    in a new one but without the interpreter's and TensorFlow's start-up;
+    returns the trainer's log lines. A `--mixed_precision` run sets the
+    global dtype policy, which the caller must set back."""
+    lines = io.StringIO()
+    handler = logging.StreamHandler(lines)
+    logger = logging.getLogger("trainer")
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            importlib.import_module(module).main(list(arguments))
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    return lines.getvalue()
 
 
 def train_log(model_dir):

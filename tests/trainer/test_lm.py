@@ -55,7 +55,7 @@ def data_dir(tmp_path_factory):
 def run_dir(data_dir, tmp_path_factory):
     folder = tmp_path_factory.mktemp("lm_run")
     model_dir, export_dir = folder / "run", folder / "export"
-    helpers.run(lm_flags(data_dir, model_dir, export_dir=export_dir), module="trainer.lm")
+    helpers.run_here(lm_flags(data_dir, model_dir, export_dir=export_dir), module="trainer.lm")
     return model_dir, export_dir
 
 

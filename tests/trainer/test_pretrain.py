@@ -22,7 +22,7 @@ def single_run(train_data, tmp_path_factory):
     """One replica, with evaluation, attention images and an export."""
     root = tmp_path_factory.mktemp("single")
     model_dir, export_dir = str(root / "model"), str(root / "export")
-    output = helpers.run(helpers.flags(
+    output = helpers.run_here(helpers.flags(
         train_data, model_dir,
         eval_data=train_data, eval_steps=2, export_dir=export_dir,
         attention_images_every_steps=5, checkpoint_every_steps=2, keep_checkpoints=2,

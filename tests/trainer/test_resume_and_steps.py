@@ -32,11 +32,12 @@ def test_resumes_after_sigkill_like_an_uninterrupted_run(train_data, tmp_path):
     process.wait()
     restored = int(tf.train.latest_checkpoint(killed).rsplit("-", 1)[1])
     assert restored < 40, "the run ended before it could be killed; raise train_steps"
-    output = helpers.run(arguments)
+    # Only the killed run needs a process of its own.
+    output = helpers.run_here(arguments)
     assert f"resuming from step {restored}." in output
     log = helpers.train_log(killed)
     assert log[-1]["step"] == 40
-    helpers.run(helpers.flags(train_data, whole, **settings))
+    helpers.run_here(helpers.flags(train_data, whole, **settings))
     np.testing.assert_allclose(log[-1]["loss"], helpers.train_log(whole)[-1]["loss"], rtol=1e-4)
 
 
@@ -104,11 +105,14 @@ def test_warmup_then_linear_decay_schedule():
 
 @pytest.mark.parametrize("precision", ["bfloat16", "float16"])
 def test_mixed_precision_with_xla_trains_to_finite_losses(train_data, tmp_path, precision):
-    """In a subprocess: the global dtype policy would leak into later tests."""
     model_dir = str(tmp_path / precision)
-    helpers.run(helpers.flags(
-        train_data, model_dir, train_steps=3, mixed_precision=precision, jit_compile="true"
-    ))
+    try:
+        helpers.run_here(helpers.flags(
+            train_data, model_dir, train_steps=3, mixed_precision=precision, jit_compile="true"
+        ))
+        assert keras.mixed_precision.global_policy().name == f"mixed_{precision}"
+    finally:  # The run set the global dtype policy: later tests need the default.
+        keras.mixed_precision.set_global_policy("float32")
     log = helpers.train_log(model_dir)
     assert [record["step"] for record in log] == [1, 2, 3]
     assert all(np.isfinite(record["loss"]) and record["loss"] > 0 for record in log)

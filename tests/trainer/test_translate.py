@@ -58,10 +58,12 @@ def single_run(data, tmp_path_factory):
     end; a heatmap per cross-attention head."""
     root = tmp_path_factory.mktemp("single")
     model_dir, export_dir = str(root / "model"), str(root / "export")
-    output = run(trainer_flags(data, model_dir, "--alignment_heads=each", eval_data=data["val"],
-                               train_steps=TRAIN_STEPS, eval_every_steps=EVAL_EVERY_STEPS,
-                               checkpoint_every_steps=EVAL_EVERY_STEPS, export_dir=export_dir,
-                               **LEARNING))
+    output = helpers.run_here(
+        trainer_flags(data, model_dir, "--alignment_heads=each", eval_data=data["val"],
+                      train_steps=TRAIN_STEPS, eval_every_steps=EVAL_EVERY_STEPS,
+                      checkpoint_every_steps=EVAL_EVERY_STEPS, export_dir=export_dir,
+                      **LEARNING),
+        module="trainer.translate")
     return model_dir, export_dir, output
 
 

@@ -32,9 +32,10 @@ def test_resumes_after_sigkill_like_an_uninterrupted_run(data, tmp_path):
     process.wait()
     restored = int(tf.train.latest_checkpoint(killed).rsplit("-", 1)[1])
     assert restored < 20, "the run ended before it could be killed; raise train_steps"
-    output = helpers.run(arguments, module="trainer.translate")
+    # Only the killed run needs a process of its own.
+    output = helpers.run_here(arguments, module="trainer.translate")
     assert f"resuming from step {restored}." in output
-    helpers.run(trainer_flags(data, whole, **settings), module="trainer.translate")
+    helpers.run_here(trainer_flags(data, whole, **settings), module="trainer.translate")
     resumed, uninterrupted = helpers.train_log(killed), helpers.train_log(whole)
     assert resumed[-1]["step"] == 20
     np.testing.assert_allclose(resumed[-1]["loss"], uninterrupted[-1]["loss"], rtol=1e-5)

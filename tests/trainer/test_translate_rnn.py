@@ -34,11 +34,11 @@ def rnn_run(data, tmp_path_factory):
     """80 steps, evaluated at 40 and 80 (measured BLEU: 2.0, then 13.1)."""
     root = tmp_path_factory.mktemp("rnn")
     model_dir, export_dir = str(root / "model"), str(root / "export")
-    helpers.run(trainer_flags(data, model_dir, "--model=rnn", "--attention=bahdanau",
-                              config="tiny", eval_data=data["val"], train_steps=80,
-                              eval_every_steps=40, checkpoint_every_steps=40,
-                              learning_rate=3e-2, warmup_steps=20, export_dir=export_dir),
-                module="trainer.translate")
+    helpers.run_here(trainer_flags(data, model_dir, "--model=rnn", "--attention=bahdanau",
+                                   config="tiny", eval_data=data["val"], train_steps=80,
+                                   eval_every_steps=40, checkpoint_every_steps=40,
+                                   learning_rate=3e-2, warmup_steps=20, export_dir=export_dir),
+                     module="trainer.translate")
     return model_dir, export_dir
 
 
