@@ -30,11 +30,13 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/python -m demo $(if $(DATA_DIR),--data_dir=$(DATA_DIR) )--output_dir=$(DEMO_OUTPUT)
 
 # Two pytest-xdist workers, one per core; --dist loadscope keeps each
-# module's tests (and its module-scoped fixtures) on one worker.
+# module's tests (and its module-scoped fixtures) on one worker, and
+# --no-loadscope-reorder hands the modules out in the order of
+# tests/conftest.py (the long ones first).
 PYTEST_WORKERS ?= 2
 
 test: $(VENV)/.installed
-	$(VENV)/bin/python -m pytest -n $(PYTEST_WORKERS) --dist loadscope
+	$(VENV)/bin/python -m pytest -n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 # Every benchmark at a size that fits an hour; BENCHMARKS="a b" runs some.
 BENCHMARKS ?=

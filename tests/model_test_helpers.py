@@ -94,12 +94,9 @@ def check_jax_outputs(path, inputs, outputs, directory, atol=1e-5):
     """The `.keras` archive at `path`, run on JAX, gives `outputs`."""
     inputs_path, outputs_path = directory / "jax_inputs.npz", directory / "jax_outputs.npz"
     np.savez(inputs_path, **inputs)
-    environment = dict(
-        os.environ, KERAS_BACKEND="jax",
-        # Compiling each small initializer dominates the run; XLA's
-        # optimizations do not pay off for it.
-        XLA_FLAGS="--xla_backend_optimization_level=0",
-    )
+    # XLA_FLAGS (tests/conftest.py) skips XLA's optimisations, which do not
+    # pay off for compiling each small initializer.
+    environment = dict(os.environ, KERAS_BACKEND="jax")
     process = subprocess.run(
         [sys.executable, "-c", _JAX_SCRIPT, str(path), str(inputs_path), str(outputs_path)],
         cwd=REPOSITORY, env=environment, capture_output=True, text=True,

@@ -132,9 +132,9 @@ def test_a_resumed_run_goes_on_from_its_last_checkpoint(data_dir, run_dir, tmp_p
     model_dir, _ = run_dir
     copy = tmp_path / "run"
     shutil.copytree(model_dir, copy)
-    output = helpers.run(lm_flags(data_dir, copy, train_steps=STEPS + 5, eval_every_steps=0,
-                                  sample_prompts=""),
-                         module="trainer.lm")
+    output = helpers.run_here(lm_flags(data_dir, copy, train_steps=STEPS + 5,
+                                       eval_every_steps=0, sample_prompts=""),
+                              module="trainer.lm")
     assert f"resuming from step {STEPS}" in output
     steps = [record["step"] for record in helpers.train_log(copy)]
     assert steps[-5:] == list(range(STEPS + 1, STEPS + 6))
