@@ -5,6 +5,7 @@ convention). These helpers are plain functions over `keras.ops`, so they run
 on any Keras backend.
 """
 
+import keras
 from keras import ops
 
 
@@ -13,8 +14,13 @@ def large_negative_number(dtype):
 
     Finite on purpose (not -inf), so a row whose every position is masked does
     not turn into NaN; such rows are zeroed by `masked_softmax` instead.
+    Within float16's range (and bfloat16's) for those dtypes.
+
+    Args:
+        dtype: the scores' dtype, in any backend's spelling (`"float16"`,
+            `tf.float16`, `jnp.float16`).
     """
-    if str(dtype).endswith("float16"):
+    if keras.backend.standardize_dtype(dtype) in ("float16", "bfloat16"):
         return -3e4
     return -1e9
 
