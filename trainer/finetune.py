@@ -676,6 +676,7 @@ def run(flags):
             steps_per_epoch=interval_steps,
             validation_data=data.eval if evaluates else None,
             validation_freq=validation_freq,
+            shuffle=False,  # the dataset shuffles (seeded); Keras would only warn
             callbacks=_callbacks(flags, run, checkpoints, step, total_steps,
                                  KeepBest(best, best_model), data.mean_tokens),
             verbose=flags.verbose,

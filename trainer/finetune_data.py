@@ -319,6 +319,10 @@ def _batches(components, batch_size, training, seed, drop_remainder, lengths=Non
         return dataset.ragged_batch(batch_size, drop_remainder=drop_remainder)
     dataset = length_buckets.bucket_batches(
         dataset, lambda *element: element[-1], bucket_widths, batch_size, drop_remainder)
+    if not training:  # one pass: its number of batches is known
+        dataset = dataset.apply(tf.data.experimental.assert_cardinality(
+            length_buckets.bucket_batch_count(lengths, bucket_widths, batch_size,
+                                              drop_remainder)))
     return dataset.map(lambda *batch: batch[:-1])
 
 

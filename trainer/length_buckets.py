@@ -76,6 +76,17 @@ def bucket_batches(dataset, length_of, widths, batch_size, drop_remainder):
     )
 
 
+def bucket_batch_count(lengths, widths, batch_size, drop_remainder):
+    """How many batches `bucket_batches` makes of one pass over examples
+    of `lengths` tokens (numpy): `group_by_window` leaves `tf.data`
+    without the count, and Keras warns that an evaluation "ran out of
+    data" when it ends on a dataset of unknown length."""
+    per_bucket = np.bincount(np.searchsorted(widths, np.asarray(lengths), side="left"))
+    if drop_remainder:
+        return int(np.sum(per_bucket // batch_size))
+    return int(np.sum(-(-per_bucket // batch_size)))
+
+
 def trim_to_bucket(features, widths, *labels):
     """Cuts a batch to its bucket's width.
 

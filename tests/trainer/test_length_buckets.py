@@ -63,6 +63,19 @@ def test_evaluation_batches_hold_every_example_once(tokenizer):
     assert sum(len(labels) for _, labels in bucketed) == 47
 
 
+@pytest.mark.parametrize("drop_remainder", [False, True])
+def test_evaluation_datasets_know_their_number_of_batches(tokenizer, drop_remainder):
+    """Keras warns that an evaluation "ran out of data" when a dataset of
+    unknown length ends; the count is checked against the batches made."""
+    texts = sentences(47)
+    examples = [(text, "", "good") for text in texts]
+    dataset = finetune_data.classification_dataset(
+        examples, ["good", "bad"], tokenizer, max_seq_length=16, batch_size=5,
+        bucket_widths=WIDTHS, drop_remainder=drop_remainder)
+    # A wrong count fails the iteration (tf.data asserts it).
+    assert int(dataset.cardinality()) == len(list(dataset))
+
+
 def test_each_batch_is_cut_to_the_narrowest_bucket_that_holds_it(tokenizer):
     batches = classification_batches(tokenizer, sentences(60, seed=1), bucket_widths=WIDTHS)
     widths = collections.Counter()
