@@ -25,9 +25,10 @@ MISSING_DATA_REASON = "real data missing"
 
 
 def shared_data_path():
-    """$TFNLP_DATA_DIR, or `../shared/data` beside the checkout."""
+    """$TFNLP_DATA_DIR, or `../shared/data` beside the checkout when it is
+    unset or empty."""
     return pathlib.Path(
-        os.environ.get(DATA_DIR_VARIABLE, REPOSITORY.parent / "shared" / "data"))
+        os.environ.get(DATA_DIR_VARIABLE, "").strip() or REPOSITORY.parent / "shared" / "data")
 
 
 def shared_data_present(path):

@@ -14,9 +14,9 @@ from tests.conftest import REPOSITORY
 REAL_DATA_TESTS = "tests/text/test_reference_bert_tokenizer.py"
 
 
-def run_pytest(tmp_path, *arguments, **environment):
-    """Runs pytest on REAL_DATA_TESTS with the shared data pointed at an
-    empty folder; returns the finished process."""
+def run_pytest(tmp_path, *arguments, cwd=REPOSITORY, **environment):
+    """Runs pytest on REAL_DATA_TESTS (in `cwd`) with the shared data
+    pointed at an empty folder; returns the finished process."""
     missing = tmp_path / "no-data-here"
     missing.mkdir(exist_ok=True)
     variables = {name: value for name, value in os.environ.items()
@@ -24,9 +24,10 @@ def run_pytest(tmp_path, *arguments, **environment):
     variables["TFNLP_DATA_DIR"] = str(missing)
     variables.update(environment)
     return subprocess.run(
-        [sys.executable, "-m", "pytest", REAL_DATA_TESTS, "-p", "no:cacheprovider",
-         "-o", "addopts=-ra", *arguments],
-        cwd=REPOSITORY, env=variables, capture_output=True, text=True, timeout=300,
+        [sys.executable, "-m", "pytest", str(REPOSITORY / REAL_DATA_TESTS),
+         "--rootdir", str(REPOSITORY), "-p", "no:cacheprovider", "-o", "addopts=-ra",
+         *arguments],
+        cwd=cwd, env=variables, capture_output=True, text=True, timeout=300,
     )
 
 
@@ -50,6 +51,19 @@ def test_required_data_stops_the_run_at_its_start(tmp_path):
     assert "TFNLP_REQUIRE_DATA is set" in output
     assert str(tmp_path / "no-data-here") in output
     assert "passed" not in output and "skipped" not in output
+
+
+def test_an_empty_data_variable_means_unset_not_the_current_folder(tmp_path):
+    # The current folder holds a README.md, as a checkout does: an empty
+    # variable must not make it the data folder.
+    (tmp_path / "README.md").write_text("not the shared data\n")
+    finished = run_pytest(tmp_path, cwd=tmp_path, TFNLP_DATA_DIR="")
+    expected = REPOSITORY.parent / "shared" / "data"
+    if (expected / "README.md").is_file():
+        assert "real-data checks" not in finished.stdout, finished.stdout[-3000:]
+    else:
+        assert f"no shared data at {expected}" in finished.stdout, finished.stdout[-3000:]
+    assert finished.returncode == 0, finished.stdout[-3000:]
 
 
 def test_present_data_runs_the_checks_without_the_line(shared_data_dir, tmp_path):
