@@ -31,8 +31,12 @@ def shared_data_path():
         os.environ.get(DATA_DIR_VARIABLE, "").strip() or REPOSITORY.parent / "shared" / "data")
 
 
+# The folders of the real data (docs/DATA.md); any of them marks its place.
+DATA_FOLDERS = ("cls", "lm", "mono", "mt", "vocab")
+
+
 def shared_data_present(path):
-    return (path / "README.md").is_file()
+    return any((path / folder).is_dir() for folder in DATA_FOLDERS)
 
 
 def data_required():
@@ -41,9 +45,9 @@ def data_required():
 
 def missing_data_message(path):
     return (
-        f"The shared real data is not at {path} (no README.md there). Tests read "
-        f"it from ../shared/data beside the checkout; set {DATA_DIR_VARIABLE} to "
-        "its folder if it lives elsewhere."
+        f"The real data is not at {path} (none of its folders {', '.join(DATA_FOLDERS)}). "
+        f"Tests read it from ../shared/data beside the checkout; set {DATA_DIR_VARIABLE} "
+        "to its folder if it lives elsewhere (docs/DATA.md lists the files)."
     )
 
 

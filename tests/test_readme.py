@@ -100,3 +100,24 @@ def test_the_readme_tfnlp_commands_parse():
         if isinstance(parsed, tuple):  # a Beam job: (flags, Beam's arguments)
             left = {argument.split("=", 1)[0] for argument in parsed[1]}
             assert left <= BEAM_OPTIONS, (command, left - BEAM_OPTIONS)
+
+
+def test_the_docs_name_no_data_folder_a_user_lacks():
+    for page in PAGES:
+        text = (REPOSITORY / page).read_text(encoding="utf-8")
+        assert "../shared" not in text, f"{page} reads data from ../shared"
+
+
+def test_every_data_set_a_recipe_reads_is_listed_with_its_source():
+    listed = (REPOSITORY / "docs" / "DATA.md").read_text(encoding="utf-8")
+    names = set()
+    for name in re.findall(r"`([a-z]+/[\w.{},-]+)`", listed):  # `mt/train.{en,de}`
+        stem, _, alternatives = name.partition("{")
+        names |= ({stem + alternative + name.split("}")[1]
+                   for alternative in alternatives.split("}")[0].split(",")}
+                  if alternatives else {name})
+    for page in PAGES:
+        text = (REPOSITORY / page).read_text(encoding="utf-8")
+        for path in re.findall(r"\$DATA/([\w./-]+\w)", text):
+            assert path in names or any(name.startswith(path + "/") for name in names), (
+                f"{page} reads $DATA/{path}, which docs/DATA.md does not list")

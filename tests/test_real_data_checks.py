@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.conftest import REPOSITORY
+from tests.conftest import REPOSITORY, shared_data_present
 
 # TensorFlow-free tests that read a BERT vocabulary through `shared_data_dir`.
 REAL_DATA_TESTS = "tests/text/test_reference_bert_tokenizer.py"
@@ -54,12 +54,13 @@ def test_required_data_stops_the_run_at_its_start(tmp_path):
 
 
 def test_an_empty_data_variable_means_unset_not_the_current_folder(tmp_path):
-    # The current folder holds a README.md, as a checkout does: an empty
-    # variable must not make it the data folder.
+    # The current folder looks like a data folder: an empty variable must
+    # not make it one.
     (tmp_path / "README.md").write_text("not the shared data\n")
+    (tmp_path / "vocab").mkdir()
     finished = run_pytest(tmp_path, cwd=tmp_path, TFNLP_DATA_DIR="")
     expected = REPOSITORY.parent / "shared" / "data"
-    if (expected / "README.md").is_file():
+    if shared_data_present(expected):
         assert "real-data checks" not in finished.stdout, finished.stdout[-3000:]
     else:
         assert f"no shared data at {expected}" in finished.stdout, finished.stdout[-3000:]
