@@ -41,15 +41,25 @@ PYTHON_M_MODULES = {
     "lm": "trainer.lm",
     "distill": "trainer.distill",
     "export": "trainer.export",
-    "average": "trainer.average_checkpoints",
+    "average-checkpoints": "trainer.average_checkpoints",
     "translate-text": "trainer.translate_text",
     "serve": "tfnlp.serve",
     "load-test": "tfnlp.serve.load_test",
     "demo": "demo",
 }
-# The folders whose `if __name__ == "__main__"` modules are the product's
-# command lines (benchmarks/, tools/, examples/ and tests/ hold scripts).
-ENTRY_POINT_FOLDERS = ("pipelines", "trainer", "tfnlp", "demo")
+# The folders whose `if __name__ == "__main__"` modules are `python -m`
+# entry points (benchmarks/, examples/ and tests/ hold scripts).
+ENTRY_POINT_FOLDERS = ("pipelines", "trainer", "tfnlp", "demo", "tools")
+# The entry points that are deliberately no subcommand, and why.
+NOT_SUBCOMMANDS = {
+    "tfnlp.cli": "the tfnlp command itself",
+    # tools/ is not installed (setup.py): the repository's own scripts, run
+    # from a checkout.
+    "tools.sentence_holdout": "data preparation for one recipe of the README",
+    "tools.broken_versions": "a check of the tests",
+    "tools.mutation_report": "a check of the tests",
+    "tools.sst2_recipe_sweep.sweep": "a PyTorch script for a GPU machine",
+}
 # One mistake per subcommand, found before any work; formatted with `paths`.
 MISTAKES = {
     "wordpiece-vocab": ["--input_file={missing}", "--output_file={output}/vocab.txt",
@@ -69,7 +79,7 @@ MISTAKES = {
     "lm": ["--train_data={missing}*", "--model_dir={output}", "--train_steps=1"],
     "distill": ["--train_data={missing}*", "--model_dir={output}", "--train_steps=1"],
     "export": ["--model_dir={missing}", "--export_dir={output}"],
-    "average": ["--model_dir={text}", "--num_checkpoints=0"],
+    "average-checkpoints": ["--model_dir={text}", "--num_checkpoints=0"],
     "translate-text": ["--model_dir={missing}"],
     "serve": ["--model_dir={missing}"],
     "load-test": ["--url=ftp://localhost/"],
@@ -156,8 +166,27 @@ def entry_point_modules():
 def test_every_python_m_entry_point_is_a_subcommand():
     modules = entry_point_modules()
     assert "trainer.pretrain" in modules and "demo.__main__" in modules  # The walk works.
-    assert modules - {"tfnlp.cli"} == {subcommand.module for subcommand in cli.SUBCOMMANDS}
+    assert modules - set(NOT_SUBCOMMANDS) == {subcommand.module for subcommand in cli.SUBCOMMANDS}
+    assert set(NOT_SUBCOMMANDS) <= modules
     assert sorted(PYTHON_M_MODULES) == sorted(SUBCOMMAND_NAMES)
+
+
+@pytest.mark.parametrize("subcommand", cli.SUBCOMMANDS, ids=SUBCOMMAND_NAMES)
+def test_each_subcommand_is_named_after_its_module(subcommand):
+    module = subcommand.module.removesuffix(".__main__")
+    assert subcommand.name == module.rsplit(".", 1)[-1].replace("_", "-")
+
+
+def test_an_alias_runs_its_subcommand_under_the_name_typed(paths, capsys):
+    status, out, _ = run_tfnlp(["average", "--help"], capsys)
+    assert status == 0
+    assert out.startswith("usage: tfnlp average ")
+    assert flags_of(out) == flags_of(run_tfnlp(["average-checkpoints", "--help"], capsys)[1])
+    status, _, err = run_tfnlp(["average", f"--model_dir={paths['missing']}"], capsys)
+    assert status == 2
+    assert lines(err)[0].startswith(f"tfnlp average: error: --model_dir={paths['missing']}")
+    listed = run_tfnlp(["--help"], capsys)[1].split("commands:\n", 1)[1]
+    assert "  average-checkpoints  " in listed and "  average  " not in listed
 
 
 def test_help_lists_every_subcommand_with_one_line(capsys):
@@ -206,23 +235,27 @@ def test_a_mistake_gives_the_python_m_status_and_error_under_the_tfnlp_name(
 def test_verbose_in_the_config_file_prints_the_traceback(paths, tmp_path, capsys):
     config_file = tmp_path / "run.yaml"
     config_file.write_text(f"model_dir: {paths['missing']}\nverbose: true\n")
-    status, _, err = run_tfnlp(["average", f"--config_file={config_file}"], capsys)
+    status, _, err = run_tfnlp(["average-checkpoints", f"--config_file={config_file}"], capsys)
     assert status == 2
     assert err.startswith("Traceback (most recent call last):")
-    assert err.splitlines()[-1].startswith(f"tfnlp average: error: --model_dir={paths['missing']}")
+    assert err.splitlines()[-1].startswith(
+        f"tfnlp average-checkpoints: error: --model_dir={paths['missing']}")
 
 
 def test_verbose_prints_the_traceback_first(paths, capsys):
-    status, _, err = run_tfnlp(["average", f"--model_dir={paths['missing']}", "--verbose"],
-                               capsys)
+    status, _, err = run_tfnlp(
+        ["average-checkpoints", f"--model_dir={paths['missing']}", "--verbose"], capsys)
     assert status == 2
     assert err.startswith("Traceback (most recent call last):")
-    assert err.splitlines()[-1].startswith(f"tfnlp average: error: --model_dir={paths['missing']}")
+    assert err.splitlines()[-1].startswith(
+        f"tfnlp average-checkpoints: error: --model_dir={paths['missing']}")
 
 
 @pytest.mark.parametrize("arguments, message", [
     (["pretrian"], "unknown command 'pretrian'; did you mean pretrain?"),
-    (["average_checkpoints"], "unknown command 'average_checkpoints'; did you mean average?"),
+    (["average_checkpoints"],
+     "unknown command 'average_checkpoints'; did you mean average-checkpoints?"),
+    (["averag"], "unknown command 'averag'; did you mean average-checkpoints?"),
     (["pipelines.wordpiece_vocab"], "did you mean wordpiece-vocab?"),
     (["xyz", "--help"], "unknown command 'xyz'; the commands are wordpiece-vocab, "
                         "pretraining-data, translation-data, lm-data, distillation-data, "

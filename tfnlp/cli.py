@@ -95,6 +95,8 @@ class Subcommand:
             `__main__` block does (`run_entry_point`, `run_beam_job`, ...).
         frameworks: the modules imported first, without their start-up
             lines (`tfnlp.quiet_start`).
+        aliases: other names that run it (an earlier name), not listed in
+            `tfnlp --help`.
     """
 
     name: str
@@ -102,17 +104,19 @@ class Subcommand:
     summary: str
     runner: typing.Callable = run_entry_point
     frameworks: tuple = ("tensorflow",)
+    aliases: tuple = ()
 
     @property
     def program(self):
         """The program's name in its help and errors: "tfnlp NAME"."""
         return f"{PROGRAM} {self.name}"
 
-    def run(self, arguments):
+    def run(self, arguments, name=None):
         """Runs the subcommand on `arguments` (without the program and the
-        subcommand's name), as `tfnlp NAME`."""
+        subcommand's name), as `tfnlp NAME` (`name`: the alias typed, if
+        one was)."""
         quiet_start.import_quietly(self.frameworks, arguments)
-        with command_line.invoked_as(self.program):
+        with command_line.invoked_as(f"{PROGRAM} {name}" if name else self.program):
             self.runner(self.module, arguments)
 
 
@@ -148,8 +152,8 @@ SUBCOMMANDS = (
                "Distil a BERT teacher's logits into a small student (BiLSTM or BERT)."),
     Subcommand("export", "trainer.export",
                "Export a run or a Hugging Face model as a SavedModel for TF Serving."),
-    Subcommand("average", "trainer.average_checkpoints",
-               "Average the weights of a run's last checkpoints."),
+    Subcommand("average-checkpoints", "trainer.average_checkpoints",
+               "Average the weights of a run's last checkpoints.", aliases=("average",)),
     Subcommand("translate-text", "trainer.translate_text",
                "Translate a text file with a translation run or export."),
     Subcommand("serve", "tfnlp.serve.__main__",
@@ -162,6 +166,8 @@ SUBCOMMANDS = (
                run_demo),
 )
 SUBCOMMANDS_BY_NAME = {subcommand.name: subcommand for subcommand in SUBCOMMANDS}
+SUBCOMMANDS_BY_ALIAS = {alias: subcommand for subcommand in SUBCOMMANDS
+                        for alias in subcommand.aliases}
 
 
 class TopLevelParser(argparse.ArgumentParser):
@@ -199,9 +205,9 @@ def top_level_parser():
 
 
 def find_subcommand(parser, name):
-    """The subcommand called `name`; an unknown name exits through
-    `parser.error` with the closest names."""
-    subcommand = SUBCOMMANDS_BY_NAME.get(name)
+    """The subcommand called `name` (or one of its aliases); an unknown name
+    exits through `parser.error` with the closest names."""
+    subcommand = SUBCOMMANDS_BY_NAME.get(name) or SUBCOMMANDS_BY_ALIAS.get(name)
     if subcommand is not None:
         return subcommand
     parser.error(f"unknown command {name!r}; {suggestion(name)}")
@@ -214,7 +220,7 @@ def suggestion(name):
     aliases = {}
     for subcommand in SUBCOMMANDS:
         module = subcommand.module.removesuffix(".__main__")
-        for alias in (subcommand.name, module, module.rsplit(".", 1)[-1]):
+        for alias in (subcommand.name, *subcommand.aliases, module, module.rsplit(".", 1)[-1]):
             aliases.setdefault(alias, subcommand.name)
     close = dict.fromkeys(aliases[alias] for alias in
                           difflib.get_close_matches(name, list(aliases), n=3, cutoff=0.6))
@@ -243,7 +249,7 @@ def main(argv=None):
     if not arguments or arguments[0].startswith("-"):
         parser.parse_args(arguments[:1])  # --help and --version exit; other options fail.
         parser.error(f"no command given; expected one of {', '.join(SUBCOMMANDS_BY_NAME)}")
-    find_subcommand(parser, arguments[0]).run(arguments[1:])
+    find_subcommand(parser, arguments[0]).run(arguments[1:], name=arguments[0])
     return 0
 
 
