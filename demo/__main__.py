@@ -88,7 +88,8 @@ def masked_lm_parser():
                         help="'demo' (the tiny preset's 2 layers of width 128, with larger "
                              "initial weights), a BertConfig preset (tiny, mini, small, "
                              "base, large) or a BertConfig JSON file.")
-    parser.add_argument("--train_steps", type=int, default=2000)
+    parser.add_argument("--train_steps", type=int, default=2000,
+                        help="Pretraining steps, of --batch_size sequences each.")
     parser.add_argument("--batch_size", type=int, default=64,
                         help="Sequences per training step.")
     parser.add_argument("--learning_rate", type=float, default=3e-3,
@@ -133,7 +134,9 @@ def translation_parser():
         allow_abbrev=False)
     parser.add_argument(DATA_DIR_FLAG, required=True,
                         help="Folder holding mt/train.{de,en} and mt/val.{de,en}.")
-    parser.add_argument("--output_dir", default="demo_output")
+    parser.add_argument("--output_dir", default="demo_output",
+                        help="Where each stage's folder, the translations and summary.json "
+                             "go.")
     parser.add_argument("--train_pairs", type=int, default=10000,
                         help="The first N training pairs are used.")
     parser.add_argument("--eval_pairs", type=int, default=200,
@@ -144,18 +147,21 @@ def translation_parser():
                         help="'demo' (a 2+2-layer model of width 128), a "
                              "TransformerSeq2Seq preset (tiny, small, base) or a JSON "
                              "file of its sizes.")
-    parser.add_argument("--train_steps", type=int, default=450)
+    parser.add_argument("--train_steps", type=int, default=450,
+                        help="Training steps, of --max_tokens_per_batch tokens each.")
     parser.add_argument("--max_tokens_per_batch", type=int, default=2048,
                         help="Tokens (padded, the longer side) per training batch.")
     parser.add_argument("--learning_rate", type=float, default=2e-3,
                         help="Peak learning rate, reached after a warmup of a tenth of "
                              "the steps, then decayed linearly to 0.")
-    parser.add_argument("--dropout", type=float, default=0.1)
+    parser.add_argument("--dropout", type=float, default=0.1,
+                        help="Dropout of the embeddings, attention and sublayers.")
     parser.add_argument("--beam_size", type=int, default=4,
                         help="Beam width of evaluation and of the export; 1 is greedy.")
     parser.add_argument("--samples", type=int, default=3,
                         help="Validation translations printed with their references.")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0,
+                        help="Seeds the initial weights, dropout and the data order.")
     return parser
 
 

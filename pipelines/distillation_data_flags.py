@@ -6,8 +6,6 @@ paths they name (the files read, the teacher's export and its labels, the
 output directory written) before the job starts.
 """
 
-import argparse
-
 from pipelines import job
 from tfnlp.command_line import ArgumentParser
 from tfnlp.text.augmentation import SWAP_MODES
@@ -29,7 +27,6 @@ def build_parser():
         "origin: tfnlp.data.distillation_schema), DIR/labels.json (the teacher's labels, "
         "class id = index) and DIR/stats.json. Other options go to Beam (--runner, "
         "--direct_num_workers, ...).",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         allow_abbrev=False,
     )
     inputs = parser.add_argument_group("input")

@@ -6,8 +6,6 @@ name (inputs matched, the given vocabulary or model read and validated, the
 output directory written) before the job starts.
 """
 
-import argparse
-
 from pipelines import document_texts, job, lm_tokenizers, sentencepiece_model, text_input
 from tfnlp.command_line import ArgumentParser, add_boolean_flag
 
@@ -28,7 +26,6 @@ def build_parser():
         "sequence_length + 1 ids, character_count), the tokenizer's file and "
         "DIR/tokenizer.json (read by tfnlp.text.load_language_model_tokenizer), and "
         "DIR/stats.json. Other options go to Beam (--runner, --direct_num_workers, ...).",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         allow_abbrev=False,
     )
     inputs = parser.add_argument_group("input")

@@ -107,13 +107,20 @@ def parse_arguments(argv=None):
                         help="Where the TFRecord shards and stats.json go.")
     add_boolean_flag(parser, "do_lower_case", True,
                  "Lower-case and strip accents (uncased vocabularies).")
-    parser.add_argument("--max_seq_length", type=int, default=128)
-    parser.add_argument("--max_predictions_per_seq", type=int, default=20)
-    parser.add_argument("--masked_lm_prob", type=float, default=0.15)
-    parser.add_argument("--short_seq_prob", type=float, default=0.1)
+    parser.add_argument("--max_seq_length", type=int, default=128,
+                        help="Tokens per instance, [CLS] and both [SEP] included.")
+    parser.add_argument("--max_predictions_per_seq", type=int, default=20,
+                        help="The most masked positions per instance.")
+    parser.add_argument("--masked_lm_prob", type=float, default=0.15,
+                        help="The share of an instance's tokens masked, before the "
+                             "--max_predictions_per_seq cap.")
+    parser.add_argument("--short_seq_prob", type=float, default=0.1,
+                        help="The probability that a document's instances get a random, "
+                             "shorter length.")
     parser.add_argument("--dupe_factor", type=int, default=10,
                         help="How many times each document is used, masked anew.")
-    parser.add_argument("--random_seed", type=int, default=12345)
+    parser.add_argument("--random_seed", type=int, default=12345,
+                        help="Seeds every random choice (segments, masks, shuffling).")
     add_boolean_flag(parser, "do_whole_word_mask", False,
                  "Mask whole words (every piece of a word) at once.")
     parser.add_argument("--num_shards", type=int, default=0,
@@ -123,7 +130,10 @@ def parse_arguments(argv=None):
                  "Write unmasked sequences; tfnlp.data's reader masks them anew "
                  "each epoch.")
     parser.add_argument("--input_format", choices=text_input.INPUT_FORMATS,
-                        default="text")
+                        default="text",
+                        help="text: one sentence a line, a blank line between documents; "
+                             "jsonl: one JSON object a line, its \"text\" field one "
+                             "document.")
     parser.add_argument("--random_pool_tokens", type=int, default=2_000_000,
                         help="About how many tokens a bucket of documents holds; "
                         "random next segments come from the same bucket.")

@@ -7,8 +7,6 @@ problem); `pipelines.translation_data.main` then checks the paths they name
 written) before the job starts.
 """
 
-import argparse
-
 from pipelines import sentencepiece_model, translation_pairs
 from tfnlp.command_line import ArgumentParser, add_boolean_flag
 
@@ -26,7 +24,6 @@ def build_parser():
         ".tfrecord, the learned model(s) (DIR/sentencepiece.model with "
         "--shared_vocab, else DIR/source.model and DIR/target.model, each with a "
         ".vocab) and DIR/stats.json. Other options go to Beam.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         allow_abbrev=False,
     )
     _add_input_flags(parser)

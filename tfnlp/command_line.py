@@ -123,9 +123,65 @@ def invoked_as(program):
         _invoked_as = previous
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's help formatter, with each flag's default after its help,
+    as `argparse.ArgumentDefaultsHelpFormatter` shows it: "(default:
+    10000)", booleans as true and false, an unset (None or empty) default
+    as "none".
+
+    No default is shown for a required flag (or one of a required group:
+    `--model_dir` or `--export_dir`), a flag without a value (`--verbose`),
+    a hidden one (`--noflag`) or one whose default is SUPPRESS, nor where
+    the help already says its default ("default: ...", "the default").
+    """
+
+    # The flags of the parser's required mutually exclusive groups
+    # (`ArgumentParser._get_formatter` sets them).
+    required_alternatives = ()
+
+    def _get_help_string(self, action):
+        help_text = action.help or ""
+        shown = default_text(action)
+        if (shown is None or action in self.required_alternatives
+                or DEFAULT_STATED.search(help_text)):
+            return help_text
+        return f"{help_text} (default: {shown.replace('%', '%%')})"
+
+
+# A help text that says its flag's default itself: "(default: the best)",
+# "; default: 10% of the steps", "(tiny, tang2019; the default)".
+DEFAULT_STATED = re.compile(r"\bdefault:|\bthe default\b", re.IGNORECASE)
+
+
+def default_text(action):
+    """How `HelpFormatter` shows the default of `action`, or None where it
+    shows none (a required flag, one without a value, a hidden one).
+
+    Example:
+
+    >>> parser = argparse.ArgumentParser()
+    >>> [default_text(parser.add_argument(flag, **options)) for flag, options in [
+    ...     ("--steps", {"type": int, "default": 10_000}), ("--tpu", {"default": ""}),
+    ...     ("--gzip", {"type": boolean, "default": False}), ("--data", {"required": True}),
+    ...     ("--prompts", {"nargs": "*", "default": ["\\n", "The "]})]]
+    ['10000', 'none', 'false', None, "'\\\\n' 'The '"]
+    """
+    default = action.default
+    if (not action.option_strings or action.required or action.nargs == 0
+            or action.help is argparse.SUPPRESS or default is argparse.SUPPRESS):
+        return None
+    if default is None or (isinstance(default, (str, list, tuple)) and not default):
+        return "none"
+    if isinstance(default, bool):
+        return str(default).lower()
+    if isinstance(default, (list, tuple)):
+        return " ".join(repr(item) if isinstance(item, str) else str(item) for item in default)
+    return str(default)
+
+
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse's parser, with `--verbose`, `--config_file` and errors of
-    one line.
+    """argparse's parser, with `--verbose`, `--config_file`, each flag's
+    default in `--help` (`HelpFormatter`) and errors of one line.
 
     A usage error prints `PROGRAM: error: MESSAGE`, pointing to `--help`,
     then exits with status 2. `--verbose` (a flag of every tfnlp
@@ -145,6 +201,7 @@ class ArgumentParser(argparse.ArgumentParser):
     """
 
     def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
         if _invoked_as is not None:
             self.prog = _invoked_as
@@ -158,6 +215,13 @@ class ArgumentParser(argparse.ArgumentParser):
             help="A YAML or JSON file of flag values, keyed by the flag names without "
                  "dashes (a trainer writes its run's as MODEL_DIR/flags.yaml); the flags "
                  "on the command line override it.")
+
+    def _get_formatter(self):
+        formatter = super()._get_formatter()
+        formatter.required_alternatives = [
+            action for group in self._mutually_exclusive_groups if group.required
+            for action in group._group_actions]
+        return formatter
 
     def error(self, message):
         self.exit(USAGE_EXIT_STATUS, f"{self.prog}: error: {message.rstrip('.')}. "

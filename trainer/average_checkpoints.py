@@ -151,7 +151,8 @@ def parse_flags(argv=None):
         allow_abbrev=False,
     )
     parser.add_argument("--model_dir", required=True, help="The training run's directory.")
-    parser.add_argument("--num_checkpoints", type=int, default=5)
+    parser.add_argument("--num_checkpoints", type=int, default=5,
+                        help="How many of the run's latest checkpoints are averaged.")
     parser.add_argument("--output", default="",
                         help="The averaged checkpoint's prefix (default: "
                              "MODEL_DIR/averaged/ckpt-STEP, STEP the latest's).")

@@ -8,10 +8,10 @@ from tfnlp.text.word_vectors import WORD_VECTOR_FORMATS
 from trainer import length_buckets
 from trainer.distillation_models import STUDENTS
 from trainer.model_registry import model_family
-from trainer.optimization import SCHEDULES
 from trainer.run_flags import (
     add_loop_output_flags,
     add_loop_training_flags,
+    add_schedule_flag,
     check_config_flag,
     check_counts,
     check_output_flags,
@@ -57,7 +57,8 @@ def distillation_parser():
     data.add_argument("--label_column", default="label", help="--eval_data's label column.")
     data.add_argument("--global_batch_size", type=int, default=32,
                       help="Texts per step over all replicas.")
-    data.add_argument("--shuffle_buffer", type=int, default=10_000)
+    data.add_argument("--shuffle_buffer", type=int, default=10_000,
+                      help="Records in the training data's shuffle buffer.")
     data.add_argument("--max_seq_length", type=int, default=None,
                       help="The most tokens of a text the student reads (words for the "
                            "BiLSTM, WordPieces with [CLS] and [SEP] for BERT); default: "
@@ -111,9 +112,11 @@ def distillation_parser():
                               "override it.")
     for name in BILSTM_SIZES:
         student.add_argument(f"--{name}", type=int, default=None,
-                             help=f"BiLSTM: overrides the preset's {name}.")
+                             help=f"BiLSTM: overrides the preset's {name} (default: the "
+                                  "preset's).")
     student.add_argument("--pooling", choices=POOLINGS, default=None,
-                         help="BiLSTM: final states (Tang et al.) or max-pooling.")
+                         help="BiLSTM: final states (Tang et al.) or max-pooling (default: "
+                              "the preset's).")
     student.add_argument("--max_vocabulary_size", type=int, default=50_000,
                          help="BiLSTM: the most frequent words of the training texts kept.")
     student.add_argument("--min_word_count", type=int, default=1,
@@ -131,7 +134,9 @@ def distillation_parser():
                               "'teacher_output': the --teacher's sentence vector of each "
                               "word alone.")
     student.add_argument("--word_vectors_format", choices=WORD_VECTOR_FORMATS,
-                         default="auto")
+                         default="auto",
+                         help="The format of --word_vectors (gzipped or not); auto tells "
+                              "it from the file's first lines.")
     add_boolean_flag(student, "freeze_word_vectors", False,
                      "BiLSTM: keep the embeddings of --word_vectors as they are.")
     add_boolean_flag(student, "multichannel_word_vectors", False,
@@ -139,8 +144,9 @@ def distillation_parser():
                      "kept as it is (Kim 2014; Tang et al. 2019), concatenated.")
 
     training = parser.add_argument_group("training")
-    training.add_argument("--train_steps", type=int, required=True)
-    training.add_argument("--learning_rate_schedule", choices=SCHEDULES, default="linear")
+    training.add_argument("--train_steps", type=int, required=True,
+                          help="Training steps, of --global_batch_size texts each.")
+    add_schedule_flag(training, "linear")
     add_loop_training_flags(training)
 
     outputs = parser.add_argument_group("checkpoints, evaluation, logs and export")
@@ -151,6 +157,14 @@ def distillation_parser():
                               "raw text, as a BERT classifier's export does.")
     parser.set_defaults(learning_rate=None, warmup_steps=None, weight_decay=0.01,
                         clip_norm=1.0)
+    # The defaults that `parse_flags` resolves, in the shared flags' help.
+    rates = " and ".join(f"{rate:g} for {name}" for name, rate in DEFAULT_LEARNING_RATES.items())
+    warmup = f"{DEFAULT_WARMUP_FRACTION:.0%}%"  # "10%%": argparse %-formats the help.
+    helps = {"learning_rate": f"The peak learning rate (after the warmup); default: {rates}.",
+             "warmup_steps": "Steps over which the learning rate rises linearly from 0 to "
+                             f"--learning_rate; default: {warmup} of --train_steps."}
+    for action in parser._actions:
+        action.help = helps.get(action.dest, action.help)
     return parser
 
 

@@ -9,9 +9,9 @@ from tfnlp.command_line import (
     check_input_file,
 )
 from trainer import finetune_data, length_buckets
-from trainer.optimization import OPTIMIZERS
 from trainer.run_flags import (
     add_distribution_flags,
+    add_optimizer_flags,
     add_progress_flag,
     add_stop_time_flag,
     check_config_flag,
@@ -27,7 +27,10 @@ def finetuning_parser():
         allow_abbrev=False,
         conflict_handler="resolve",  # Its --verbose is also Keras' verbosity.
     )
-    parser.add_argument("--task", choices=finetune_data.TASKS, required=True)
+    parser.add_argument("--task", choices=finetune_data.TASKS, required=True,
+                        help="classification (a label per text or text pair), "
+                             "token_classification (a tag per word) or span (an answer "
+                             "span in a context, as SQuAD).")
 
     data = parser.add_argument_group("data")
     data.add_argument("--train_data", required=True, help="The training CSV, TSV or JSONL file.")
@@ -45,7 +48,9 @@ def finetuning_parser():
     data.add_argument("--vocab_file", required=True, help="The WordPiece vocabulary.")
     add_boolean_flag(data, "do_lower_case", True,
                      "Lower-case and strip accents (uncased vocabularies).")
-    data.add_argument("--max_seq_length", type=int, default=128)
+    data.add_argument("--max_seq_length", type=int, default=128,
+                      help="The most WordPieces of an example, [CLS] and [SEP] included; "
+                           "longer text is truncated.")
     data.add_argument("--bucket_boundaries", default=length_buckets.DEFAULT_BOUNDARIES,
                       help="Batch examples of similar length, each batch padded to the "
                            "narrowest of these widths (and --max_seq_length) that holds "
@@ -82,15 +87,15 @@ def finetuning_parser():
     training = parser.add_argument_group("training")
     training.add_argument("--global_batch_size", type=int, default=32,
                           help="Examples per step over all replicas.")
-    training.add_argument("--epochs", type=int, default=3)
+    training.add_argument("--epochs", type=int, default=3,
+                          help="Passes over the training data (without --train_steps).")
     training.add_argument("--train_steps", type=int, default=0,
                           help="Train exactly this many steps (instead of --epochs).")
     training.add_argument("--learning_rate", type=float, default=2e-5,
                           help="The peak learning rate (after the warmup).")
     training.add_argument("--warmup_steps", type=int, default=None,
-                          help="Linear warmup steps; default 10%% of the steps.")
-    training.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw")
-    training.add_argument("--weight_decay", type=float, default=0.01)
+                          help="Linear warmup steps; default: 10%% of the steps.")
+    add_optimizer_flags(training)
     training.add_argument("--clip_norm", type=float, default=1.0,
                           help="Clip the gradient to this global norm; 0 for none.")
     training.add_argument("--ema_momentum", type=float, default=0.0,
@@ -108,7 +113,9 @@ def finetuning_parser():
     outputs.add_argument("--eval_every_steps", type=int, default=0,
                          help="With --eval_data: steps between evaluations (and "
                               "checkpoints) instead of --eval_every_epochs.")
-    outputs.add_argument("--keep_checkpoints", type=int, default=2)
+    outputs.add_argument("--keep_checkpoints", type=int, default=2,
+                         help="How many of the latest checkpoints are kept in --model_dir "
+                              "(the best is kept apart, in best/).")
     outputs.add_argument("--log_every_steps", type=int, default=100,
                          help="Steps between TensorBoard training scalars.")
     add_progress_flag(outputs)

@@ -2,10 +2,10 @@
 
 from tfnlp.command_line import ArgumentParser
 from trainer.model_registry import families_of, model_family
-from trainer.optimization import SCHEDULES
 from trainer.run_flags import (
     add_loop_output_flags,
     add_loop_training_flags,
+    add_schedule_flag,
     check_config_flag,
     check_counts,
     check_run_flags,
@@ -38,7 +38,8 @@ def language_model_parser():
                            "of the first training shard).")
     data.add_argument("--global_batch_size", type=int, default=64,
                       help="Windows of sequence_length + 1 tokens per global batch.")
-    data.add_argument("--shuffle_buffer", type=int, default=10_000)
+    data.add_argument("--shuffle_buffer", type=int, default=10_000,
+                      help="Windows in the training data's shuffle buffer.")
     data.add_argument("--seed", type=int, default=0,
                       help="Seeds the initial weights, dropout and the data order.")
 
@@ -50,12 +51,16 @@ def language_model_parser():
     model.add_argument("--config", default="tiny",
                        help=f"A preset ({preset_names(MODELS)}) or a JSON file of the "
                             "model's constructor arguments; the flags below override it.")
-    model.add_argument("--dropout", type=float, default=0.1)
+    model.add_argument("--dropout", type=float, default=0.1,
+                       help="Dropout of the embeddings, the attention weights and each "
+                            "sublayer's output.")
 
     training = parser.add_argument_group("training")
-    training.add_argument("--train_steps", type=int, required=True)
-    training.add_argument("--learning_rate_schedule", choices=SCHEDULES, default="cosine")
-    training.add_argument("--adam_beta_2", type=float, default=0.99)
+    training.add_argument("--train_steps", type=int, required=True,
+                          help="Training steps, of --global_batch_size windows each.")
+    add_schedule_flag(training, "cosine")
+    training.add_argument("--adam_beta_2", type=float, default=0.99,
+                          help="Adam's beta_2, the decay of its squared-gradient average.")
     add_loop_training_flags(training)
 
     outputs = parser.add_argument_group("checkpoints, evaluation, samples, logs and export")
@@ -65,8 +70,11 @@ def language_model_parser():
                               "at each evaluation; none: no samples.")
     outputs.add_argument("--sample_tokens", type=int, default=200,
                          help="New tokens sampled for each prompt.")
-    outputs.add_argument("--sample_temperature", type=float, default=0.8)
-    outputs.add_argument("--sample_top_p", type=float, default=0.9)
+    outputs.add_argument("--sample_temperature", type=float, default=0.8,
+                         help="The samples' softmax temperature (lower: more likely tokens).")
+    outputs.add_argument("--sample_top_p", type=float, default=0.9,
+                         help="The samples draw from the smallest set of tokens whose "
+                              "probability reaches this (nucleus sampling; 1: all).")
     outputs.add_argument("--export_dir", default="",
                          help="Write the model (the best checkpoint by validation loss when "
                               "there is one) as a SavedModel with `generate` and `score` "

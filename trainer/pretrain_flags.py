@@ -26,14 +26,17 @@ def pretraining_parser():
                       help="Comma-separated globs of the training TFRecord shards.")
     data.add_argument("--eval_data", default="",
                       help="Comma-separated globs of the evaluation shards.")
-    data.add_argument("--max_seq_length", type=int, default=128)
-    data.add_argument("--max_predictions_per_seq", type=int, default=20)
+    data.add_argument("--max_seq_length", type=int, default=128,
+                      help="The records' sequence length, [CLS] and both [SEP] included.")
+    data.add_argument("--max_predictions_per_seq", type=int, default=20,
+                      help="The records' most masked positions per sequence.")
     data.add_argument("--vocab_file", default="",
                       help="The vocabulary of the data; recorded for the export's text "
                            "and fill-mask signatures (without it: ids signatures only).")
     add_boolean_flag(data, "do_lower_case", True,
                      "Whether the data was lower-cased (recorded for the export).")
-    data.add_argument("--shuffle_buffer", type=int, default=10_000)
+    data.add_argument("--shuffle_buffer", type=int, default=10_000,
+                      help="Records in the training data's shuffle buffer.")
     data.add_argument("--seed", type=int, default=0,
                       help="Seeds the initial weights, dropout and the data order.")
 
@@ -55,7 +58,9 @@ def pretraining_parser():
     training = parser.add_argument_group("training")
     training.add_argument("--global_batch_size", type=int, required=True,
                           help="Examples per step over all replicas.")
-    training.add_argument("--train_steps", type=int, required=True)
+    training.add_argument("--train_steps", type=int, required=True,
+                          help="Training steps; the learning rate decays linearly to 0 "
+                               "at the last.")
     add_loop_training_flags(training)
 
     outputs = parser.add_argument_group("checkpoints, logs and export")

@@ -18,15 +18,22 @@ from tfnlp.data import tfrecord_files
 from tfnlp.data.file_patterns import match_patterns
 from tfnlp.models import BertConfig
 from trainer.distribution import STRATEGIES
-from trainer.optimization import OPTIMIZERS
+from trainer.optimization import OPTIMIZERS, SCHEDULES
 from trainer.runtime import MIXED_PRECISION
 
 
 def add_distribution_flags(group, jit_compile=True):
     """Adds `--strategy`, `--tpu`, `--mixed_precision` (and `--jit_compile`)."""
-    group.add_argument("--strategy", choices=STRATEGIES, default="default")
-    group.add_argument("--tpu", default="", help="The TPU name or address (--strategy=tpu).")
-    group.add_argument("--mixed_precision", choices=MIXED_PRECISION, default=None)
+    group.add_argument("--strategy", choices=STRATEGIES, default="default",
+                       help="How training is distributed: default (one device; the "
+                            "default), mirrored (this machine's GPUs, else its CPUs), "
+                            "multi_worker (the cluster in TF_CONFIG) or tpu (--tpu).")
+    group.add_argument("--tpu", default="",
+                       help="The TPU name or address (--strategy=tpu); default: a TPU "
+                            "VM's own TPU.")
+    group.add_argument("--mixed_precision", choices=MIXED_PRECISION, default=None,
+                       help="Compute in bfloat16 or float16 with float32 weights (Keras' "
+                            "mixed_ policy; float16 adds loss scaling); default: float32.")
     if jit_compile:
         add_boolean_flag(group, "jit_compile", False, "Compile the replica step with XLA.")
 
@@ -50,9 +57,10 @@ def add_loop_training_flags(group):
     pretraining's; a trainer changes them with `parser.set_defaults`."""
     group.add_argument("--learning_rate", type=float, default=1e-4,
                        help="The peak learning rate (after the warmup).")
-    group.add_argument("--warmup_steps", type=int, default=10_000)
-    group.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw")
-    group.add_argument("--weight_decay", type=float, default=0.01)
+    group.add_argument("--warmup_steps", type=int, default=10_000,
+                       help="Steps over which the learning rate rises linearly from 0 to "
+                            "--learning_rate.")
+    add_optimizer_flags(group)
     group.add_argument("--clip_norm", type=float, default=1.0,
                        help="Clip the gradient to this global norm; 0 for none.")
     group.add_argument("--gradient_accumulation_steps", type=int, default=1,
@@ -61,13 +69,33 @@ def add_loop_training_flags(group):
     add_stop_time_flag(group)
 
 
+def add_optimizer_flags(group):
+    """Adds `--optimizer` and `--weight_decay` (every trainer's)."""
+    group.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw",
+                       help="adamw (Adam with decoupled weight decay) or lamb (its "
+                            "layer-wise trust ratio, for large batches).")
+    group.add_argument("--weight_decay", type=float, default=0.01,
+                       help="The decoupled weight-decay rate, LayerNorm and bias "
+                            "variables excluded; 0 for none.")
+
+
+def add_schedule_flag(group, default):
+    """Adds `--learning_rate_schedule`, `default` when not given."""
+    group.add_argument("--learning_rate_schedule", choices=SCHEDULES, default=default,
+                       help="After the warmup: linear (to 0 at --train_steps), "
+                            "inverse_sqrt (as 1/sqrt(step), the Transformer's) or cosine "
+                            "(to a tenth of the peak at --train_steps).")
+
+
 def add_loop_output_flags(group):
     """Adds when the trainers on `training_loop.train` save, log, evaluate and
     profile: `--checkpoint_every_steps`, `--keep_checkpoints`,
     `--log_every_steps`, `--eval_every_steps` (default 0: only at the end),
     `--progress_every_seconds` and `--profile_steps`."""
-    group.add_argument("--checkpoint_every_steps", type=int, default=1000)
-    group.add_argument("--keep_checkpoints", type=int, default=5)
+    group.add_argument("--checkpoint_every_steps", type=int, default=1000,
+                       help="Steps between checkpoints (0: only at the end).")
+    group.add_argument("--keep_checkpoints", type=int, default=5,
+                       help="How many of the latest checkpoints are kept in --model_dir.")
     group.add_argument("--log_every_steps", type=int, default=100,
                        help="Steps between TensorBoard scalars and log lines.")
     add_progress_flag(group)

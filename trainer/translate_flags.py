@@ -7,10 +7,10 @@ from tfnlp.command_line import (
 )
 from tfnlp.models.seq2seq import ATTENTIONS
 from trainer.model_registry import families_of, model_family
-from trainer.optimization import SCHEDULES
 from trainer.run_flags import (
     add_loop_output_flags,
     add_loop_training_flags,
+    add_schedule_flag,
     check_config_flag,
     check_counts,
     check_run_flags,
@@ -32,19 +32,25 @@ def add_decoding_flags(group, recorded=False):
     With `recorded`, every default is None: "as the run recorded"."""
     defaults = dict(beam_size=4, length_penalty="gnmt", length_penalty_alpha=0.6,
                     max_length_a=1.5, max_length_b=10)
+    recorded_default = ""
     if recorded:
         defaults = dict.fromkeys(defaults)
+        recorded_default = " (default: as the run recorded)"
     group.add_argument("--beam_size", type=int, default=defaults["beam_size"],
-                       help="Beam width; 1 decodes greedily.")
+                       help=f"Beam width; 1 decodes greedily{recorded_default}.")
     group.add_argument("--length_penalty", choices=LENGTH_PENALTIES,
                        default=defaults["length_penalty"],
                        help="Beam scores: gnmt divides the log-probability by "
-                            "((5+length)/6)^alpha, average by length^alpha.")
+                            "((5+length)/6)^alpha, average by length^alpha, none by "
+                            f"1{recorded_default}.")
     group.add_argument("--length_penalty_alpha", type=float,
-                       default=defaults["length_penalty_alpha"])
+                       default=defaults["length_penalty_alpha"],
+                       help=f"The alpha of --length_penalty{recorded_default}.")
     group.add_argument("--max_length_a", type=float, default=defaults["max_length_a"],
-                       help="Generate at most a * source_length + b tokens.")
-    group.add_argument("--max_length_b", type=int, default=defaults["max_length_b"])
+                       help="Generate at most a * source_length + b "
+                            f"tokens{recorded_default}.")
+    group.add_argument("--max_length_b", type=int, default=defaults["max_length_b"],
+                       help=f"The b of --max_length_a, in tokens{recorded_default}.")
 
 
 def check_decoding_flags(parser, flags):
@@ -79,7 +85,8 @@ def translation_parser():
                       help="Tokens (padded, the longer side) per global batch.")
     data.add_argument("--max_length", type=int, default=128,
                       help="The longest source or target sequence, in subword ids.")
-    data.add_argument("--shuffle_buffer", type=int, default=100_000)
+    data.add_argument("--shuffle_buffer", type=int, default=100_000,
+                      help="Sentence pairs in the training data's shuffle buffer.")
     data.add_argument("--seed", type=int, default=0,
                       help="Seeds the initial weights, dropout and the data order.")
 
@@ -104,11 +111,14 @@ def translation_parser():
                             "the encoder's final states.")
 
     training = parser.add_argument_group("training")
-    training.add_argument("--train_steps", type=int, required=True)
-    training.add_argument("--label_smoothing", type=float, default=0.1)
-    training.add_argument("--learning_rate_schedule", choices=SCHEDULES,
-                          default="inverse_sqrt")
-    training.add_argument("--adam_beta_2", type=float, default=0.98)
+    training.add_argument("--train_steps", type=int, required=True,
+                          help="Training steps, of about --max_tokens_per_batch tokens "
+                               "each.")
+    training.add_argument("--label_smoothing", type=float, default=0.1,
+                          help="The label-smoothing epsilon of the cross-entropy (0: none).")
+    add_schedule_flag(training, "inverse_sqrt")
+    training.add_argument("--adam_beta_2", type=float, default=0.98,
+                          help="Adam's beta_2, the decay of its squared-gradient average.")
     add_loop_training_flags(training)
 
     outputs = parser.add_argument_group("checkpoints, evaluation, logs and export")

@@ -59,7 +59,8 @@ def parse_flags(argv=None):
                              "by validation BLEU, else the latest).")
     parser.add_argument("--input_file", default="-", help="The source text ('-': stdin).")
     parser.add_argument("--output_file", default="-", help="The translations ('-': stdout).")
-    parser.add_argument("--batch_size", type=int, default=64)
+    parser.add_argument("--batch_size", type=int, default=64,
+                        help="Sentences translated at once (sorted by length first).")
     add_decoding_flags(parser.add_argument_group(
         "decoding, with --model_dir (default: as the run recorded)"), recorded=True)
     flags = parser.parse_args(argv)
