@@ -1,5 +1,6 @@
 """What `tfnlp COMMAND --help` tells a user: every flag of every command
-has help text and shows its default (`tfnlp.command_line.HelpFormatter`).
+has help text and shows its default (`tfnlp.command_line.HelpFormatter`),
+and docs/COMMAND_LINE.md lists the commands that `tfnlp --help` lists.
 
 Each parser is the one that `tfnlp COMMAND --help` prints, caught in this
 process as it prints its help.
@@ -10,6 +11,7 @@ import re
 
 import pytest
 
+from tests.conftest import REPOSITORY
 from tfnlp import cli, command_line
 
 # The command lines whose help a user reads: each subcommand's, and the
@@ -104,3 +106,17 @@ def test_a_required_flag_and_a_stated_default_show_no_default_line(capsys):
     assert "environment does). --config_file FILE A YAML" in help_text
     assert help_text.count("(default:") == 5
 
+
+def command_line_doc_commands():
+    """The commands that docs/COMMAND_LINE.md lists: (name, what it does,
+    module) of each row of its table of commands."""
+    text = (REPOSITORY / "docs" / "COMMAND_LINE.md").read_text(encoding="utf-8")
+    return re.findall(r"^\| `([\w-]+)` \| (.+?) \| `python -m ([\w.]+)`[^|]* \|$", text,
+                      re.MULTILINE)
+
+
+def test_the_command_line_doc_lists_every_command():
+    listed = command_line_doc_commands()
+    assert listed == [(subcommand.name, subcommand.summary,
+                       subcommand.module.removesuffix(".__main__"))
+                      for subcommand in cli.SUBCOMMANDS]
