@@ -1,6 +1,9 @@
 """`tools.sentence_holdout`: held-out sentences take their phrases out of
 training."""
 
+import pytest
+
+from tfnlp.command_line import run_main
 from tools import sentence_holdout
 
 ROWS = [
@@ -50,3 +53,14 @@ def test_the_command_writes_both_files_with_the_header(tmp_path, capsys):
     assert (tmp_path / "kept.tsv").read_text() == "label\tsentence\n0\twit\n"
     assert (tmp_path / "heldout.tsv").read_text().count("\n") == 3
     assert "2 held-out sentences, 1 training rows, 3 rows dropped" in capsys.readouterr().out
+
+
+def test_a_missing_input_is_one_line_and_status_2(tmp_path, capsys):
+    arguments = [f"--input={tmp_path / 'no.tsv'}", f"--train_output={tmp_path / 'a.tsv'}",
+                 f"--heldout_output={tmp_path / 'b.tsv'}"]
+    with pytest.raises(SystemExit) as stop:
+        run_main(sentence_holdout.main, arguments)
+    assert stop.value.code == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.endswith(f"error: --input={tmp_path / 'no.tsv'} does not exist; expected a TSV "
+                         "file with a header row. Check the path.")

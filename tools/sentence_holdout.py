@@ -15,10 +15,11 @@ found, word for word, inside a held-out sentence:
 Both outputs keep the input's header and columns. The counts go to stdout.
 """
 
-import argparse
 import csv
 import hashlib
 import sys
+
+from tfnlp.command_line import ArgumentParser, check_input_file, check_output_file, run_main
 
 
 def find_sentences(texts, min_words):
@@ -74,11 +75,16 @@ def write_tsv(path, columns, rows):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--input", required=True, help="A TSV file with a header row.")
-    parser.add_argument("--train_output", required=True)
-    parser.add_argument("--heldout_output", required=True)
-    parser.add_argument("--text_column", default="sentence")
+    parser = ArgumentParser(prog="python -m tools.sentence_holdout",
+                            description=__doc__.split("\n\n")[0])
+    parser.add_argument("--input", required=True,
+                        help="A TSV file with a header row, e.g. SST-2's train.tsv.")
+    parser.add_argument("--train_output", required=True,
+                        help="The TSV file of the rows that stay for training.")
+    parser.add_argument("--heldout_output", required=True,
+                        help="The TSV file of the held-out sentences' rows.")
+    parser.add_argument("--text_column", default="sentence",
+                        help="The column of the texts.")
     parser.add_argument("--fraction", type=float, default=0.1,
                         help="The share of the sentences held out.")
     parser.add_argument("--min_words", type=int, default=8,
@@ -86,6 +92,9 @@ def main(argv=None):
     flags = parser.parse_args(argv)
     if not 0 < flags.fraction < 1:
         parser.error(f"--fraction must be between 0 and 1, got {flags.fraction}.")
+    check_input_file("--input", flags.input, "a TSV file with a header row")
+    check_output_file("--train_output", flags.train_output)
+    check_output_file("--heldout_output", flags.heldout_output)
     columns, rows = read_tsv(flags.input)
     if flags.text_column not in (columns or []):
         parser.error(f"{flags.input} has no column {flags.text_column!r} (its columns: "
@@ -100,4 +109,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))
