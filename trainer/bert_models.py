@@ -7,8 +7,10 @@
 - `MODEL_KINDS` and `build_model(kind, encoder, ...)`: the pretraining
   model, or a fine-tuning model around an encoder;
 - `config_from_name(name, overrides)`: a `BertConfig` preset or JSON file;
-- `check_inputs_fit(config, ...)`: a vocabulary and sequence length the
-  model can take;
+- `check_inputs_fit(config, ...)`, `check_sequence_fits(config, ...)`: a
+  vocabulary and sequence length the model can take;
+  `checkpoint_config(path)`: the config a checkpoint records, to check
+  them before its weights are read;
 - `encoder_from_source(init_checkpoint, config, overrides)`: the encoder of
   a pretraining or fine-tuning checkpoint (the `config.json` beside it), of
   a Hugging Face directory, or new from a config;
@@ -72,6 +74,12 @@ def check_inputs_fit(config, vocab_file, vocab_size, sequence_length):
             f"{config.vocab_size} embeddings. Give the vocabulary the model was "
             "(pre)trained with (--vocab_file)."
         )
+    check_sequence_fits(config, sequence_length)
+
+
+def check_sequence_fits(config, sequence_length):
+    """Raises UsageError unless the model of `config` has a position
+    embedding for each of `sequence_length` tokens."""
     if sequence_length > config.max_position_embeddings:
         raise UsageError(
             f"The sequence length {sequence_length} is longer than the model's "
@@ -119,6 +127,28 @@ def encoder_from_source(init_checkpoint="", config="", overrides=None):
         encoder = BertEncoder.from_huggingface(init_checkpoint, config_overrides=overrides)
         return encoder, f"the Hugging Face checkpoint {init_checkpoint}"
     prefix = find_checkpoint(init_checkpoint, "--init_checkpoint")
+    config = BertConfig.from_dict({**_run_config(prefix).to_dict(), **overrides})
+    encoder = BertEncoder(config)
+    restore_encoder(encoder, prefix)
+    return encoder, f"the encoder of the checkpoint {prefix}"
+
+
+def checkpoint_config(path, flag="--init_checkpoint"):
+    """The `BertConfig` that a checkpoint records, read without its weights:
+    the `config.json` of a Hugging Face directory, or the one beside a
+    checkpoint of `trainer.pretrain` or `trainer.finetune` (`path` its
+    model_dir or a prefix), as `encoder_from_source` reads them.
+
+    Raises:
+        FileNotFoundError: `path` holds no checkpoint, or no config.json.
+    """
+    if huggingface.is_huggingface_directory(path):
+        return BertConfig.from_huggingface_dict(huggingface.read_config(path, "BERT"))
+    return _run_config(find_checkpoint(path, flag))
+
+
+def _run_config(prefix):
+    """The `BertConfig` of the `config.json` beside a checkpoint prefix."""
     config_path = os.path.join(os.path.dirname(prefix), run_files.CONFIG_FILE)
     if not tf.io.gfile.exists(config_path):
         raise FileNotFoundError(
@@ -126,10 +156,7 @@ def encoder_from_source(init_checkpoint="", config="", overrides=None):
             "trainer writes the BertConfig there; copy it back (or write one with "
             "BertConfig.to_json)."
         )
-    config = BertConfig.from_dict({**BertConfig.from_json(config_path).to_dict(), **overrides})
-    encoder = BertEncoder(config)
-    restore_encoder(encoder, prefix)
-    return encoder, f"the encoder of the checkpoint {prefix}"
+    return BertConfig.from_json(config_path)
 
 
 def restore_encoder(encoder, prefix):

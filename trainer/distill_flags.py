@@ -6,6 +6,7 @@ from tfnlp.command_line import ArgumentParser, UsageError, add_boolean_flag, che
 from tfnlp.models.bilstm.bilstm_classifier import POOLINGS
 from tfnlp.text.word_vectors import WORD_VECTOR_FORMATS
 from trainer import length_buckets
+from trainer.bert_models import check_sequence_fits, checkpoint_config
 from trainer.distillation_models import STUDENTS
 from trainer.model_registry import model_family
 from trainer.run_flags import (
@@ -256,4 +257,8 @@ def check_paths(flags):
     if flags.student == "bilstm":
         check_config_flag(flags.config, sorted(model_family("bilstm").presets),
                           "a JSON file of BiLSTMClassifier arguments")
+    elif flags.max_seq_length is not None:
+        # The BERT student has the teacher's position embeddings.
+        check_sequence_fits(checkpoint_config(flags.teacher, "--teacher"),
+                            flags.max_seq_length)
     check_output_flags(flags)

@@ -125,14 +125,11 @@ DEFAULT_WARMUP_FRACTION = 0.1
 
 def _config_overrides(flags, from_scratch):
     names = ["hidden_dropout", "attention_dropout"]
+    """The config fields the flags change: the dropouts and, from scratch,
+    the sizes (a checkpoint's are its own: `finetune_flags` checked that
+    the flags repeat them)."""
     if from_scratch:
         names += ["vocab_size", "num_layers"]
-    elif flags.vocab_size is not None or flags.num_layers is not None:
-        raise UsageError(
-            "--vocab_size and --num_layers change the config of a model trained "
-            "from scratch; with --init_checkpoint the checkpoint's config is used. "
-            "Leave them out."
-        )
     return {name: getattr(flags, name) for name in names if getattr(flags, name) is not None}
 
 

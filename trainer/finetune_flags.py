@@ -8,7 +8,9 @@ from tfnlp.command_line import (
     add_boolean_flag,
     check_input_file,
 )
+from tfnlp.text import load_vocabulary
 from trainer import finetune_data, length_buckets
+from trainer.bert_models import check_inputs_fit, checkpoint_config, config_from_name
 from trainer.run_flags import (
     add_distribution_flags,
     add_optimizer_flags,
@@ -16,7 +18,12 @@ from trainer.run_flags import (
     add_stop_time_flag,
     check_config_flag,
     check_output_flags,
+    value_from_inputs,
 )
+
+# The encoder's sizes that the flags set from scratch and a checkpoint
+# records otherwise.
+SIZE_FLAGS = ("vocab_size", "num_layers")
 
 
 def finetuning_parser():
@@ -69,9 +76,12 @@ def finetuning_parser():
                        help="Without --init_checkpoint: a BertConfig preset (tiny, mini, "
                             "small, base, large) or a BertConfig JSON file.")
     model.add_argument("--vocab_size", type=int, default=None,
-                       help="Overrides the --config's vocab_size (from scratch only).")
+                       help="The encoder's vocabulary size: the tokens of --vocab_file "
+                            "from scratch (the --config's vocab_size is a default), the "
+                            "checkpoint's with --init_checkpoint; another is refused.")
     model.add_argument("--num_layers", type=int, default=None,
-                       help="Overrides the --config's num_layers (from scratch only).")
+                       help="Overrides the --config's num_layers from scratch; with "
+                            "--init_checkpoint it must be the checkpoint's.")
     model.add_argument("--hidden_dropout", type=float, default=None,
                        help="Overrides the encoder config's hidden_dropout.")
     model.add_argument("--attention_dropout", type=float, default=None,
@@ -194,4 +204,41 @@ def check_paths(flags):
             f"--init_checkpoint={checkpoint} does not exist; expected a pretraining "
             "model_dir, a checkpoint prefix (DIR/ckpt-N) or a Hugging Face BERT "
             "directory. Check the path.")
+    set_flags_from_inputs(flags)
     check_output_flags(flags)
+
+
+def set_flags_from_inputs(flags):
+    """Sets the encoder's sizes that the inputs decide, refusing one given
+    with another value, and checks that the encoder takes the vocabulary
+    and the sequence length, before anything is written.
+
+    From scratch, `--vocab_size` is the tokens of `--vocab_file` (the
+    `--config`'s vocab_size is a default, which the vocabulary replaces).
+    With `--init_checkpoint`, `--vocab_size` and `--num_layers` are the
+    sizes its config records; the vocabulary must not have more tokens than
+    its embeddings, nor `--max_seq_length` more than its positions.
+
+    Args:
+        flags: the parsed flags, changed in place.
+
+    Raises:
+        UsageError: a flag disagrees with the inputs, or the encoder cannot
+            take them.
+    """
+    tokens = len(load_vocabulary(flags.vocab_file))
+    if flags.init_checkpoint:
+        config = checkpoint_config(flags.init_checkpoint)
+        for name in SIZE_FLAGS:
+            setattr(flags, name, value_from_inputs(
+                f"--{name}", getattr(flags, name), getattr(config, name),
+                f"--init_checkpoint={flags.init_checkpoint} has {name} "
+                f"{getattr(config, name)} (its config.json)"))
+    else:
+        flags.vocab_size = value_from_inputs(
+            "--vocab_size", flags.vocab_size, tokens,
+            f"--vocab_file={flags.vocab_file} has {tokens} tokens")
+        config = config_from_name(flags.config, {
+            name: getattr(flags, name) for name in SIZE_FLAGS
+            if getattr(flags, name) is not None})
+    check_inputs_fit(config, flags.vocab_file, tokens, flags.max_seq_length)

@@ -32,6 +32,12 @@ with the custom loop of `trainer.training_loop` (see there why not
   and, given `--vocab_file`, fill-mask (`fill_mask`, `fill_mask_ids`).
   Without `--vocab_file` only `encode_ids` (also as `serving_default`).
 
+The inputs decide the flags they can: `--max_seq_length` and
+`--max_predictions_per_seq` are the lengths of the records, `--vocab_size`
+the tokens of `--vocab_file`, `--do_lower_case` what the data's stats.json
+records. A flag given with another value is refused before anything is
+written (`trainer.pretrain_flags.set_flags_from_inputs`).
+
 Input sharding: the dataset is built per input pipeline (one per worker)
 from `InputContext`, with batches of `global_batch_size / replicas`. With at
 least as many files as pipelines each pipeline reads its own files;
@@ -47,35 +53,19 @@ import os
 
 import tensorflow as tf
 
-from tfnlp.command_line import UsageError, run_main
+from tfnlp.command_line import run_main
 from tfnlp.data import pretraining_dataset
 from tfnlp.models import BertEncoder
 from tfnlp.text import load_vocabulary
 from trainer import optimization, runtime, summaries
-from trainer.bert_models import build_model, config_from_name
+from trainer.bert_models import build_model
 from trainer.export import export_trained_model
-from trainer.pretrain_flags import check_paths, parse_flags
+from trainer.pretrain_flags import bert_config, check_paths, parse_flags
 from trainer.run_flags import match_data_files
 from trainer.tasks import BertPretrainingTask
 from trainer.training_loop import evaluate
 
 LOGGER = logging.getLogger("trainer.pretrain")
-
-
-def load_config(flags):
-    """The `BertConfig` of `--config` with the flags' overrides."""
-    overrides = {
-        name: getattr(flags, name)
-        for name in ("vocab_size", "num_layers", "hidden_dropout", "attention_dropout")
-        if getattr(flags, name) is not None
-    }
-    config = config_from_name(flags.config, overrides)
-    if config.max_position_embeddings < flags.max_seq_length:
-        raise UsageError(
-            f"--max_seq_length={flags.max_seq_length} is longer than the config's "
-            f"max_position_embeddings={config.max_position_embeddings}."
-        )
-    return config
 
 
 def data_files(flags, training):
@@ -176,7 +166,7 @@ def build_training(flags, run):
     pretraining run (`runtime.TrainingParts`), in the strategy's scope."""
     runtime.check_global_batch_size(flags.global_batch_size, run.replicas,
                                     flags.gradient_accumulation_steps)
-    config = load_config(flags)
+    config = bert_config(flags)
     model = build_model("pretraining", BertEncoder(config))
     optimizer = optimization.optimizer_from_flags(flags)
     _build(model, optimizer, flags)  # Every variable exists before restoring.

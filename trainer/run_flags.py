@@ -162,6 +162,48 @@ def _first_record(path):
         return next(iter(tf.compat.v1.io.tf_record_iterator(path, options)), None)
 
 
+def first_data_record(files):
+    """`(path, record)`: the first record of the first non-empty file of
+    `files`, read as `check_tfrecord_flag` reads it (before the eager
+    runtime starts); None when every file is empty."""
+    for path in files:
+        record = _first_record(path)
+        if record is not None:
+            return path, record
+    return None
+
+
+def flag_text(value):
+    """A flag's value as the command line spells it (booleans lower-case)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def value_from_inputs(flag, given, found, source):
+    """The value of a flag that the inputs decide (a vocabulary's size, the
+    data's sequence length): what they hold, which the flag, when given,
+    must repeat.
+
+    Args:
+        flag: the flag, e.g. "--vocab_size".
+        given: its value on the command line; None when it was left out.
+        found: the value the inputs hold; None when they do not say.
+        source: what holds `found`, for the message, e.g.
+            "--vocab_file=vocab.txt has 2362 tokens".
+
+    Returns:
+        `found`, or `given` when the inputs do not say.
+
+    Raises:
+        UsageError: `given` and `found` disagree.
+    """
+    if found is None:
+        return given
+    if given is not None and given != found:
+        raise UsageError(f"{flag}={flag_text(given)} but {source}; leave {flag} out, or "
+                         f"give {flag_text(found)}.")
+    return found
+
+
 def check_run_flags(flags, writer):
     """Checks, before training, the paths of a trainer that reads TFRecords:
     `--train_data` and `--eval_data` (when given) with `check_tfrecord_flag`,

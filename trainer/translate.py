@@ -49,15 +49,19 @@ import tensorflow as tf
 
 from tfnlp.command_line import run_main
 from tfnlp.data import count_long_pairs, translation_dataset
-from tfnlp.data.file_names import SENTENCEPIECE_MODEL, STATS_FILE
+from tfnlp.data.file_names import SENTENCEPIECE_MODEL
 from tfnlp.data.translation_schema import INPUTS
 from tfnlp.text import SentencePieceTokenizer
 from trainer import optimization, runtime
 from trainer.run_flags import match_data_files
-from trainer.run_files import read_json
 from trainer.tasks import TranslationTask
 from trainer.training_loop import evaluate
-from trainer.translate_flags import check_paths, parse_flags
+from trainer.translate_flags import (
+    DATA_WRITER,
+    check_paths,
+    parse_flags,
+    recorded_max_lengths,
+)
 from trainer.translation_eval import TranslationEvaluator, Translator
 from trainer.translation_models import (
     build_translation_model,
@@ -68,8 +72,6 @@ from trainer.translation_models import (
 )
 
 LOGGER = logging.getLogger("trainer.translate")
-
-DATA_WRITER = "pipelines.translation_data"
 
 
 def find_vocab_file(flags, train_files):
@@ -88,10 +90,7 @@ def report_long_pairs(train_files, max_length):
     """Logs how many training pairs are longer than `--max_length` (training
     skips them) and returns that count; 0 without reading the shards when
     the stats.json beside each of them says the job wrote none that long."""
-    recorded = [
-        read_json(os.path.join(directory, STATS_FILE), {}).get("parameters", {}).get("max_length")
-        for directory in sorted({os.path.dirname(path) for path in train_files})
-    ]
+    recorded = recorded_max_lengths(train_files)
     if all(length is not None and length <= max_length for length in recorded):
         return 0
     long_pairs, pairs = count_long_pairs(train_files, max_length)

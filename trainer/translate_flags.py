@@ -1,10 +1,14 @@
 """The command line of `python -m trainer.translate`."""
 
+import os
+
 from tfnlp.command_line import (
     ArgumentParser,
+    UsageError,
     add_boolean_flag,
     check_input_file,
 )
+from tfnlp.data.file_names import STATS_FILE
 from tfnlp.models.seq2seq import ATTENTIONS
 from trainer.model_registry import families_of, model_family
 from trainer.run_flags import (
@@ -14,10 +18,15 @@ from trainer.run_flags import (
     check_config_flag,
     check_counts,
     check_run_flags,
+    match_data_files,
 )
+from trainer.run_files import read_json
 
 LENGTH_PENALTIES = ("gnmt", "average", "none")
 MODELS = families_of("translation")
+DATA_WRITER = "pipelines.translation_data"
+# --max_length when the data's stats.json does not record one.
+DEFAULT_MAX_LENGTH = 128
 
 
 def preset_names(models):
@@ -83,8 +92,11 @@ def translation_parser():
                            "beside the first training shard).")
     data.add_argument("--max_tokens_per_batch", type=int, default=4096,
                       help="Tokens (padded, the longer side) per global batch.")
-    data.add_argument("--max_length", type=int, default=128,
-                      help="The longest source or target sequence, in subword ids.")
+    data.add_argument("--max_length", type=int, default=None,
+                      help="The longest source or target sequence, in subword ids; "
+                           "longer training pairs are skipped (default: the --max_length "
+                           "the data job recorded in the stats.json beside the shards, "
+                           f"else {DEFAULT_MAX_LENGTH}).")
     data.add_argument("--shuffle_buffer", type=int, default=100_000,
                       help="Sentence pairs in the training data's shuffle buffer.")
     data.add_argument("--seed", type=int, default=0,
@@ -147,11 +159,13 @@ def parse_flags(argv=None):
     flags = parser.parse_args(argv)
     check_counts(
         parser, flags,
-        positive=("train_steps", "max_tokens_per_batch", "max_length",
-                  "gradient_accumulation_steps", "keep_checkpoints", "log_every_steps"),
+        positive=("train_steps", "max_tokens_per_batch", "gradient_accumulation_steps",
+                  "keep_checkpoints", "log_every_steps"),
         non_negative=("warmup_steps", "checkpoint_every_steps", "eval_every_steps",
                       "sample_sentences", "stop_time_hours"),
     )
+    if flags.max_length is not None:
+        check_counts(parser, flags, positive=("max_length",))
     check_decoding_flags(parser, flags)
     if flags.learning_rate <= 0:
         parser.error(f"--learning_rate must be positive, got {flags.learning_rate}.")
@@ -162,12 +176,37 @@ def parse_flags(argv=None):
         parser.error("--norm_first, --position_encoding and --alignment_heads are "
                      "Transformer flags; the rnn model has one attention and neither of the "
                      "others. Leave them out, or use --model=transformer.")
+    return flags
+
+
+def recorded_max_lengths(train_files):
+    """The `--max_length` that the stats.json beside each directory of
+    `train_files` records (None where there is none), one a directory."""
+    return [
+        read_json(os.path.join(directory, STATS_FILE), {}).get("parameters", {}).get("max_length")
+        for directory in sorted({os.path.dirname(path) for path in train_files})
+    ]
+
+
+def set_flags_from_inputs(flags):
+    """Sets `--max_length`, when not given, to the longest that the data
+    job recorded for the training shards (their stats.json), else 128; a
+    given one stays (shorter: longer pairs are skipped). Then checks that
+    the longest pair fits a batch.
+
+    Raises:
+        UsageError: `--max_tokens_per_batch` is shorter than `--max_length`.
+    """
+    if flags.max_length is None:
+        recorded = [length for length in recorded_max_lengths(
+            match_data_files("--train_data", flags.train_data, DATA_WRITER))
+            if length is not None]
+        flags.max_length = max(recorded, default=DEFAULT_MAX_LENGTH)
     if flags.max_tokens_per_batch < flags.max_length:
-        parser.error(
+        raise UsageError(
             f"--max_tokens_per_batch ({flags.max_tokens_per_batch}) must be at least "
             f"--max_length ({flags.max_length}), so that the longest pair fits a batch."
         )
-    return flags
 
 
 def check_paths(flags):
@@ -177,9 +216,10 @@ def check_paths(flags):
         UsageError: a data flag matches no TFRecord file, an input file
             cannot be read, or an output directory cannot be written.
     """
-    check_run_flags(flags, "pipelines.translation_data")
+    check_run_flags(flags, DATA_WRITER)
     if flags.vocab_file:
         check_input_file("--vocab_file", flags.vocab_file,
                          "the SentencePiece model (.model) of the data")
     check_config_flag(flags.config, sorted(model_family(flags.model).presets),
                       f"a JSON file of the {flags.model} model's sizes")
+    set_flags_from_inputs(flags)

@@ -1,6 +1,6 @@
 """`python -m trainer.finetune` on tiny synthetic files, in-process.
 
-The runs are few and short (a 1-layer tiny encoder, a 40-token vocabulary,
+The runs are few and short (a 1-layer tiny encoder, a 26-token vocabulary,
 sequences of 16) and shared by module-scoped fixtures: one classification
 run from scratch, one token-classification run from a pretraining
 checkpoint and one span run from a Hugging Face checkpoint.
@@ -37,7 +37,7 @@ FILLER = "the a movie film book was is really very quite plot story".split()
 PIECED = ["films", "books"]
 WORDS = FILLER + ["good", "bad", "paris", "london", "where", "?", ".", "##s", "##ing"]
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
-VOCAB_SIZE = 40  # The encoder's; at least len(VOCAB).
+VOCAB_SIZE = 40  # The checkpoints' encoders'; at least len(VOCAB).
 MAX_SEQ_LENGTH = 16
 
 
@@ -275,7 +275,7 @@ def classification_run(root):
     try:
         results = finetune.main([
             "--task=classification", "--config=tiny", "--num_layers=1",
-            f"--vocab_size={VOCAB_SIZE}", "--hidden_dropout=0", "--attention_dropout=0",
+            "--hidden_dropout=0", "--attention_dropout=0",
             f"--train_data={root}/train.csv", f"--eval_data={root}/eval.csv",
             f"--model_dir={model_dir}", f"--export_dir={export_dir}",
             "--train_steps=40", "--warmup_steps=4", "--progress_every_seconds=0",
@@ -306,7 +306,7 @@ def test_classification_learns_a_separable_task(classification_run):
 
 def classification_flags(root, model_dir, *extra):
     return ["--task=classification", "--config=tiny", "--num_layers=1",
-            f"--vocab_size={VOCAB_SIZE}", "--hidden_dropout=0", "--attention_dropout=0",
+            "--hidden_dropout=0", "--attention_dropout=0",
             f"--train_data={root}/train.csv", f"--eval_data={root}/eval.csv",
             f"--model_dir={model_dir}", "--warmup_steps=4", "--progress_every_seconds=0",
             *common_flags(root), *extra]

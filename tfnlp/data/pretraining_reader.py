@@ -37,15 +37,12 @@ RANDOM_TOKEN_RATE = 0.1
 
 def _check_first_record(path, record, max_seq_length, max_predictions_per_seq):
     """Checks the record's lengths; returns whether it is stored unmasked."""
-    feature = tf.train.Example.FromString(record).features.feature
-    missing = [name for name in pretraining_schema.FEATURE_NAMES if name not in feature]
-    if missing:
-        raise ValueError(
-            f"{path} does not hold BERT pretraining records: its first record "
-            f"lacks {missing} (see tfnlp.data.pretraining_schema)."
-        )
-    sequence_length = len(feature[pretraining_schema.INPUT_IDS].int64_list.value)
-    predictions = len(feature[pretraining_schema.MASKED_LM_POSITIONS].int64_list.value)
+    try:
+        sizes = pretraining_schema.record_sizes(record)
+    except ValueError as error:
+        raise ValueError(f"{path} does not hold BERT pretraining records: its first "
+                         f"record {error}.") from None
+    sequence_length, predictions = sizes.max_seq_length, sizes.max_predictions_per_seq
     if (sequence_length, predictions) != (max_seq_length, max_predictions_per_seq):
         raise ValueError(
             f"The records in {path} were written with max_seq_length="
@@ -54,7 +51,8 @@ def _check_first_record(path, record, max_seq_length, max_predictions_per_seq):
             f"{max_predictions_per_seq} were asked for; pass the values the "
             "data was written with (its stats.json records them)."
         )
-    weights = feature[pretraining_schema.MASKED_LM_WEIGHTS].float_list.value
+    weights = tf.train.Example.FromString(record).features.feature[
+        pretraining_schema.MASKED_LM_WEIGHTS].float_list.value
     return not any(weights)
 
 

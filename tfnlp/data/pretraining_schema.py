@@ -26,8 +26,12 @@ TensorFlow, and gives the same bytes for the same instance (map keys are
 serialized in sorted order). The reader side
 (`feature_spec`, `parse_examples`) is TensorFlow ops and, like the original,
 casts int64 to int32; it imports TensorFlow when first called, so that
-importing this module for writing costs no TensorFlow.
+importing this module for writing costs no TensorFlow. `record_sizes`
+reads what a record says about the data (its lengths, its largest id)
+without TensorFlow, for the checks before training.
 """
+
+import typing
 
 from tfnlp.data import example_proto
 
@@ -271,6 +275,42 @@ def _check_instance(input_ids, segment_ids, masked_lm_positions, masked_lm_ids,
                 f"[0, {length}) (the real tokens), got {masked_lm_positions}."
             )
         previous = position
+
+
+class RecordSizes(typing.NamedTuple):
+    """What one record says about the data it belongs to.
+
+    Attributes:
+        max_seq_length: the length of its `input_ids`.
+        max_predictions_per_seq: the length of its `masked_lm_positions`.
+        largest_token_id: the largest id of its `input_ids` and
+            `masked_lm_ids`: the vocabulary has more ids than that.
+    """
+
+    max_seq_length: int
+    max_predictions_per_seq: int
+    largest_token_id: int
+
+
+def record_sizes(record):
+    """The `RecordSizes` of a serialized record, read without TensorFlow.
+
+    Raises:
+        ValueError: the record lacks a feature of this schema.
+
+    Example:
+
+    >>> record_sizes(serialize_instance([2, 7, 4, 3], [0, 0, 0, 0], [2], [9], False, 8, 2))
+    RecordSizes(max_seq_length=8, max_predictions_per_seq=2, largest_token_id=9)
+    """
+    features = example_proto.Example.FromString(record).features.feature
+    missing = [name for name in FEATURE_NAMES if name not in features]
+    if missing:
+        raise ValueError(f"the record lacks {missing} (see tfnlp.data.pretraining_schema)")
+    input_ids = features[INPUT_IDS].int64_list.value
+    masked_lm_ids = features[MASKED_LM_IDS].int64_list.value
+    return RecordSizes(len(input_ids), len(features[MASKED_LM_POSITIONS].int64_list.value),
+                       max([0, *input_ids, *masked_lm_ids]))
 
 
 def parse_examples(serialized, max_seq_length, max_predictions_per_seq):
