@@ -365,6 +365,7 @@ def main(argv=None):
         stats_file=os.path.join(flags.output_dir, file_names.STATS_FILE),
         summary_line=distillation_data_stats.summary_line,
         logger=LOGGER,
+        output_problems=distillation_data_stats.output_problems,
     )
 
 

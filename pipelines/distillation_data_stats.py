@@ -190,6 +190,27 @@ def stats_from_counts(counts, parameters, labelled_report, teacher, labels, excl
     return stats
 
 
+def output_problems(stats):
+    """`(error, warnings)` for `job.run_job`: no record is an error; no
+    unlabelled record, from the `--unlabelled_file` given, a warning (its
+    lines may all repeat other texts)."""
+    labelled, unlabelled = stats["labelled"], stats["unlabelled"]
+    error = None
+    if not stats["records_written"]:
+        error = (f"wrote no record: the {labelled['rows_read']} labelled rows gave no text "
+                 f"(skipped {sum(labelled['rows_skipped'].values())}, excluded "
+                 f"{labelled['rows_excluded']}, repeated {labelled['rows_repeated']}) and "
+                 "nothing else was added; check --labelled_file, its columns and "
+                 "--exclude_file")
+    warnings = []
+    if unlabelled is not None and not unlabelled["written"]:
+        warnings.append(
+            f"wrote no unlabelled record: the {unlabelled['lines_read']} lines of "
+            f"--unlabelled_file gave {unlabelled['texts']} new texts (excluded "
+            f"{unlabelled['lines_excluded']}, duplicates {unlabelled['duplicates']})")
+    return error, warnings
+
+
 def summary_line(stats, seconds):
     """The line `job.run_job` logs: the records by origin, the input, the
     teacher's agreement with the gold labels."""

@@ -17,17 +17,18 @@ module is that shared part:
 - `run_job`: builds a pipeline from the command line's Beam options, runs
   it with its objects kept from the garbage collector (`objects_frozen`),
   checks that it finished, reads its stats and logs the runner's
-  counters, each top-level step's time (`runner_report`) and the summary.
-- `parse_job_arguments`: a job's flags, checked, and Beam's arguments.
+  counters, each top-level step's time (`runner_report`) and the summary;
+  a step's `UserError` or an empty output ends it in a `UsageError`.
+- `parse_job_arguments`, `split_arguments`: a job's flags, checked, and
+  Beam's options (any other argument refused).
 - `configure_command_line_logging`: the logging of `python -m pipelines.X`;
   `command_line_main`: what such a module's `__main__` block runs (its
   `main` through `tfnlp.command_line.run_main`: a user's mistake is one
   line on stderr and exit status 2).
 
-Each job module (`pretraining_data`, `translation_data`, `wordpiece_vocab`)
-has the same command-line face: `main(argv=None)` runs the job on `argv`,
-the command-line arguments without the program name (`sys.argv[1:]` when
-None), of which those the job does not know are Beam options (see
+Each job module has the same command-line face: `main(argv=None)` runs the
+job on `argv`, the command-line arguments without the program name
+(`sys.argv[1:]` when None), the job's flags and Beam's options (see
 `pipelines.beam_options`), and returns the stats dict it wrote;
 `summary_line(stats, seconds)` is the line `run_job` logs at the end.
 """
@@ -46,8 +47,9 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.transforms import window
 
-from pipelines.beam_options import pipeline_options
-from tfnlp.command_line import run_main
+from pipelines import beam_options
+from pipelines.user_errors import BeamLogFilter, user_error_message
+from tfnlp.command_line import UsageError, run_main
 
 METRICS_NAMESPACE = "tfnlp"
 # Beam's system metric (namespace, name) of the time spent in a step.
@@ -205,7 +207,8 @@ def share(part, whole):
     return part / whole if whole else 0.0
 
 
-def run_job(build_pipeline, beam_arguments, *, name, stats_file, summary_line, logger):
+def run_job(build_pipeline, beam_arguments, *, name, stats_file, summary_line, logger,
+            output_problems=None):
     """Runs a job's pipeline to the end and returns the stats it wrote.
 
     Args:
@@ -219,25 +222,44 @@ def run_job(build_pipeline, beam_arguments, *, name, stats_file, summary_line, l
             seconds; returns the line that `logger` logs at INFO (each
             job's `summary_line`).
         logger: the job's logger.
+        output_problems: called with the stats dict; returns `(error,
+            warnings)`: why the output is empty and what to change (None
+            when it is not), and sentences on an output that is empty but
+            may be so (logged last, as warnings).
 
     Returns:
         The stats dict, as read back from `stats_file`.
 
     Raises:
+        UsageError: a step raised a `pipelines.user_errors.UserError` (on
+            any runner), or `output_problems` gave an error (after the
+            summary).
         RuntimeError: the pipeline did not finish successfully.
     """
     start = time.monotonic()
-    pipeline = beam.Pipeline(options=pipeline_options(beam_arguments))
+    pipeline = beam.Pipeline(options=beam_options.pipeline_options(beam_arguments))
     build_pipeline(pipeline)
     with objects_frozen():
-        result = pipeline.run()
-        state = result.wait_until_finish()
+        try:
+            result = pipeline.run()
+            state = result.wait_until_finish()
+        except Exception as error:
+            message = user_error_message(error)
+            if message is None:
+                raise
+            raise UsageError(message) from error
     if state != beam.runners.runner.PipelineState.DONE:
         raise RuntimeError(f"The {name} pipeline ended in state {state}.")
     stats = read_stats(stats_file)
     for line in runner_report(result):
         logger.info(line)
     logger.info(summary_line(stats, time.monotonic() - start))
+    if output_problems is not None:
+        error, warnings = output_problems(stats)
+        for warning in warnings:
+            logger.warning(warning)
+        if error:
+            raise UsageError(error)
     return stats
 
 
@@ -307,7 +329,7 @@ def runner_report(result):
 
 
 def parse_job_arguments(parser, flag_problems, argv=None):
-    """A job's flags and the arguments left for Beam's PipelineOptions.
+    """A job's flags, checked, and its Beam options (`split_arguments`).
 
     Args:
         parser: the job's `tfnlp.command_line.ArgumentParser`.
@@ -317,23 +339,52 @@ def parse_job_arguments(parser, flag_problems, argv=None):
             None.
 
     Returns:
-        `(flags, beam_arguments)`: the parsed flags and the arguments the
-        parser does not know (see `pipelines.beam_options`).
+        `(flags, beam_arguments)`.
 
     Raises:
-        SystemExit: a flag is missing, invalid or inconsistent (status 2,
-            one line naming every problem).
+        SystemExit: an argument is unknown, or a flag is missing, invalid
+            or inconsistent (status 2, one line naming every problem).
     """
-    flags, beam_arguments = parser.parse_known_args(argv)
+    flags, beam_arguments = split_arguments(parser, argv)
     problems = flag_problems(flags)
     if problems:
         parser.error(" ".join(problems))
     return flags, beam_arguments
 
 
+def split_arguments(parser, argv=None):
+    """A job's flags and its Beam options; any other argument is refused.
+
+    Args:
+        parser: the job's argparse parser.
+        argv: the arguments without the program name; `sys.argv[1:]` when
+            None.
+
+    Returns:
+        `(flags, beam_arguments)`: the parsed flags and the arguments the
+        parser does not know, each an option of Beam's `PipelineOptions`
+        (or its value).
+
+    Raises:
+        SystemExit: an argument is neither the job's flag nor a Beam option,
+            or `--runner` names no runner Beam can load
+            (`pipelines.beam_options.check_arguments`; status 2, one line
+            naming it and the closest flag).
+    """
+    flags, beam_arguments = parser.parse_known_args(argv)
+    job_flags = [option for action in parser._actions for option in action.option_strings
+                 if option.startswith("--")]
+    try:
+        beam_options.check_arguments(beam_arguments, job_flags)
+    except UsageError as error:
+        parser.error(str(error))
+    return flags, beam_arguments
+
+
 def configure_command_line_logging():
     """Logs at INFO, except Beam's own INFO lines (batch-size statistics and
-    the like), which would drown the job's summary; Beam's warnings stay.
+    the like), which would drown the job's summary, and its log of a step's
+    `UserError` (`BeamLogFilter`); Beam's warnings stay.
 
     Replaces any handler already on the root logger: importing Beam without
     its GCP extras logs a warning through the root logger, which installs
@@ -341,6 +392,8 @@ def configure_command_line_logging():
     """
     logging.basicConfig(level=logging.INFO, force=True)
     logging.getLogger("apache_beam").setLevel(logging.WARNING)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(BeamLogFilter())
 
 
 def command_line_main(module_name, argv=None):

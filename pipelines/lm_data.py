@@ -248,7 +248,9 @@ def main(argv=None):
         UsageError (a ValueError): `--vocab_file` cannot be read or is not
             a valid model or vocabulary, a SentencePiece learning flag is
             out of range, or `--output_dir` cannot be written (all before
-            anything is written or run).
+            anything is written or run); SentencePiece cannot learn the
+            model (during the run), or no training record is written
+            (after it).
         RuntimeError: the pipeline did not finish successfully.
     """
     flags, beam_arguments = lm_data_flags.parse_arguments(argv)
@@ -289,6 +291,7 @@ def main(argv=None):
         stats_file=os.path.join(flags.output_dir, file_names.STATS_FILE),
         summary_line=lm_data_stats.summary_line,
         logger=LOGGER,
+        output_problems=lm_data_stats.output_problems,
     )
 
 

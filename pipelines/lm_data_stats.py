@@ -177,3 +177,37 @@ def summary_line(stats, seconds):
     return (f"Wrote {stats['parameters']['output_dir']} in {seconds:.1f} s; "
             f"{'; '.join(parts)}; vocabulary {stats['vocabulary']['size']} "
             f"({stats['vocabulary']['kind']}).")
+
+
+def output_problems(stats):
+    """`(error, warnings)` for `job.run_job`: no training record is an
+    error; no validation record, where a validation split was asked for, a
+    warning (a small split may hold less than one record)."""
+    parameters = stats["parameters"]
+    error = None
+    if not stats["train"]["records"]:
+        error = (f"wrote no training record: {_too_few_tokens(stats, 'train')}; give more "
+                 "text or a shorter --sequence_length")
+    warnings = []
+    asked = parameters.get("validation_file") or parameters.get("validation_fraction")
+    if asked and not stats["validation"]["records"]:
+        more = ("more --validation_file text" if parameters.get("validation_file")
+                else "a larger --validation_fraction")
+        warnings.append(
+            f"wrote no validation record: {_too_few_tokens(stats, 'validation')}; give "
+            f"{more} or a shorter --sequence_length")
+    return error, warnings
+
+
+def _too_few_tokens(stats, split):
+    """Why a split made no record: its tokens, too few for one."""
+    split_stats, length = stats[split], stats["parameters"]["sequence_length"]
+    documents = split_stats["documents"]
+    tokens = (f"the {split} split's {split_stats['tokens']} tokens (from {documents} "
+              f"document{'' if documents == 1 else 's'})")
+    if split_stats["buckets"] > 1:
+        return (f"{tokens}, packed in {split_stats['buckets']} streams of about "
+                "--packing_bucket_tokens, fill no window of --sequence_length="
+                f"{length} + 1 ids")
+    return f"{tokens} are fewer than --sequence_length={length} + 1"
+

@@ -139,7 +139,7 @@ def parse_arguments(argv=None):
                         "random next segments come from the same bucket.")
     parser.add_argument("--max_line_bytes", type=int, default=1_000_000,
                         help="Longer lines are skipped (and counted).")
-    flags, beam_arguments = parser.parse_known_args(argv)
+    flags, beam_arguments = job.split_arguments(parser, argv)
     problems = []
     if flags.max_seq_length < 5:
         problems.append("--max_seq_length must be at least 5 ([CLS] A [SEP] B [SEP]).")
@@ -437,6 +437,17 @@ def summary_line(stats, seconds):
     )
 
 
+def output_problems(stats):
+    """`(error, warnings)` for `job.run_job`: no instance is an error."""
+    if stats["instances"]:
+        return None, []
+    lines, documents = stats["lines"], stats["documents"]
+    return (f"wrote no instance: {documents['used']} of {documents['read']} documents "
+            f"used, from {lines['used']} of {lines['read']} lines read; check --input_file "
+            "and --input_format (text: one sentence a line, a blank line between "
+            "documents)"), []
+
+
 def main(argv=None):
     """Runs the job on the command line `argv` (see `pipelines.job`).
 
@@ -491,6 +502,7 @@ def main(argv=None):
             stats_file=os.path.join(flags.output_dir, STATS_FILE),
             summary_line=summary_line,
             logger=LOGGER,
+            output_problems=output_problems,
         )
     finally:
         FileSystems.delete([token_directory])

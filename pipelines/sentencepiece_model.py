@@ -49,10 +49,12 @@ References:
 
 import dataclasses
 import hashlib
+import re
 
 import apache_beam as beam
 import sentencepiece
 
+from pipelines.user_errors import UserError
 from tfnlp.data import translation_schema
 
 MODEL_TYPES = ("unigram", "bpe")
@@ -142,27 +144,28 @@ def sample_key(sentence):
     return int.from_bytes(digest[:8], "big"), sentence
 
 
-def train_sentencepiece(sentences, options):
+def train_sentencepiece(sentences, options, name="a"):
     """Learns a SentencePiece model from `sentences`, in the order given.
 
     Args:
         sentences: an iterable of str (blank ones are ignored by the
             trainer).
         options: a `SentencePieceOptions`.
+        name: which model, in an error ("the source").
 
     Returns:
         The serialized model (the bytes of a `.model` file).
 
     Raises:
-        ValueError: SentencePiece could not learn the model (no sentence,
-            or too few distinct pieces for `vocab_size`); the message says
-            which flag to change.
+        UserError: SentencePiece could not learn the model (no sentence,
+            or a `vocab_size` the sentences cannot give); the message says
+            which flag to change (`trainer_error_message`).
     """
     sentences = list(sentences)
     if not sentences:
-        raise ValueError(
-            "No sentence to learn a SentencePiece model from: every input pair "
-            "was blank or malformed. Check the input flags and stats.json."
+        raise UserError(
+            "No sentence to learn a SentencePiece model from: every input line was "
+            "blank or malformed. Check the input files and --input_format."
         )
     writer = _BytesWriter()
     try:
@@ -170,12 +173,43 @@ def train_sentencepiece(sentences, options):
             sentence_iterator=iter(sentences), model_writer=writer,
             **options.trainer_arguments())
     except RuntimeError as error:
-        raise ValueError(
-            f"SentencePiece could not learn a {options.model_type} model of "
-            f"{options.vocab_size} pieces from {len(sentences)} sentences: {error} "
-            "Lower --vocab_size, or learn from more text (--vocab_sample_size)."
-        ) from error
+        raise UserError(
+            trainer_error_message(error, options, len(sentences), name)) from error
     return writer.contents
+
+
+def trainer_error_message(error, options, sentence_count, name="a"):
+    """What to tell the user when SentencePiece's trainer refuses to learn.
+
+    Args:
+        error: the trainer's `RuntimeError`.
+        options: the `SentencePieceOptions` it was given.
+        sentence_count: the sentences it was given.
+        name: which model ("the source").
+
+    Returns:
+        The trainer's own reason, without its source location, and the
+        flags to change, with the bound it names ("give --vocab_size=2406
+        or less, or more text").
+    """
+    reason = _TRAINER_LOCATION.sub("", " ".join(str(error).split()))
+    too_high = re.search(r"<= (\d+)", reason)
+    too_low = re.search(r"smaller than required_chars\. \d+ vs (\d+)", reason)
+    if too_high:
+        change = (f"give --vocab_size={too_high.group(1)} or less, or more text (it learns "
+                  "from --vocab_sample_size sentences at most)")
+    elif too_low:
+        change = (f"give --vocab_size={too_low.group(1)} or more, or a lower "
+                  "--character_coverage")
+    else:
+        change = "change --vocab_size or --model_type, or give more text"
+    return (f"SentencePiece cannot learn {name} {options.model_type} model of "
+            f"{options.vocab_size} pieces from {sentence_count} sentences: "
+            f"{reason.rstrip('.')}; {change}.")
+
+
+# The trainer's "INTERNAL: src/trainer_interface.cc(744) [(check)] " prefix.
+_TRAINER_LOCATION = re.compile(r"^[A-Z_]+: \S+\(\d+\) \[[^\]]*\] ")
 
 
 class _BytesWriter:
@@ -291,6 +325,7 @@ class LearnSentencePieceModel(beam.PTransform):
     Args:
         options: a `SentencePieceOptions`.
         sample_size: the most sentences to learn from (`SampleSentences`).
+        name: which model, in an error ("the source").
         label: an optional label for the transform.
 
     Example:
@@ -309,14 +344,15 @@ class LearnSentencePieceModel(beam.PTransform):
         - [Kudo, 2018. Subword Regularization](https://arxiv.org/abs/1804.10959)
     """
 
-    def __init__(self, options, sample_size, label=None):
+    def __init__(self, options, sample_size, name="a", label=None):
         super().__init__(label)
         self.options = options
         self.sample_size = sample_size
+        self.name = name
 
     def expand(self, sentences):
         sample = sentences | "SampleSentences" >> SampleSentences(self.sample_size)
         model = sample | "TrainSentencePiece" >> beam.Map(
-            train_sentencepiece, self.options)
+            train_sentencepiece, self.options, self.name)
         used = sample | "SampleSize" >> beam.Map(len)
         return model, used

@@ -139,12 +139,14 @@ def learn_models(pairs, files, shared_vocab, options, sample_size):
             | "BothSides" >> beam.Flatten()
         )
         learned = {"shared": sentences | "LearnSharedModel" >> (
-            sentencepiece_model.LearnSentencePieceModel(options, sample_size))}
+            sentencepiece_model.LearnSentencePieceModel(
+                options, sample_size, name="the shared"))}
     else:
         learned = {
             side: pairs | f"{side.capitalize()}Sentences" >> select()
             | f"Learn{side.capitalize()}Model" >> (
-                sentencepiece_model.LearnSentencePieceModel(options, sample_size))
+                sentencepiece_model.LearnSentencePieceModel(
+                    options, sample_size, name=f"the {side}"))
             for side, select in (("source", beam.Keys), ("target", beam.Values))
         }
     for name, (model, _) in learned.items():
@@ -321,7 +323,8 @@ def main(argv=None):
             SentencePiece model with the special ids PAD 0, UNK 1, BOS 2,
             EOS 3, or --vocab_size or --character_coverage is out of range
             (all before anything is written or run).
-        ValueError: SentencePiece cannot learn the model (during the run).
+        UsageError: SentencePiece cannot learn the model (during the
+            run), or no pair is kept (after it).
         RuntimeError: the pipeline did not finish successfully.
     """
     flags, beam_arguments = translation_data_flags.parse_arguments(argv)
@@ -369,6 +372,7 @@ def main(argv=None):
         stats_file=os.path.join(flags.output_dir, STATS_FILE),
         summary_line=translation_data_stats.summary_line,
         logger=LOGGER,
+        output_problems=translation_data_stats.output_problems,
     )
 
 

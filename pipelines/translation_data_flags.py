@@ -7,7 +7,7 @@ problem); `pipelines.translation_data.main` then checks the paths they name
 written) before the job starts.
 """
 
-from pipelines import sentencepiece_model, translation_pairs
+from pipelines import job, sentencepiece_model, translation_pairs
 from tfnlp.command_line import ArgumentParser, add_boolean_flag
 
 DEFAULT_NUM_SHARDS = 16
@@ -145,7 +145,7 @@ def parse_arguments(argv=None):
             usage error).
     """
     parser = build_parser()
-    flags, beam_arguments = parser.parse_known_args(argv)
+    flags, beam_arguments = job.split_arguments(parser, argv)
     if flags.vocab_file is not None:
         flags.vocab_file = vocab_files_from_flag(flags.vocab_file)
     problems = flag_problems(flags)

@@ -9,7 +9,8 @@ length, [UNK] share and byte-fallback share of the kept pairs
 (`side_statistics`); the vocabularies (`vocabulary_entry`,
 `model_description`: files, sizes, SHA-256, sample sizes); the shards and
 the records written; and the warnings. `summary_line` is the line
-`job.run_job` logs at the end.
+`job.run_job` logs at the end; `output_problems`, its error when no pair
+is kept.
 """
 
 import hashlib
@@ -159,6 +160,27 @@ def stats_from_counts(counts, parameters, vocabulary, shards):
         "warnings": _warnings(read, kept, dropped, unknown, parameters["max_length"]),
     }
 
+
+
+# What to change when every pair is dropped, by the reasons they were.
+DROP_REMEDIES = {
+    "too_long": "raise --max_length",
+    "length_ratio": "raise --max_length_ratio (0 turns it off)",
+}
+INPUT_REMEDY = "check the input files, --input_format and the field flags"
+
+
+def output_problems(stats):
+    """`(error, warnings)` for `job.run_job`: no pair kept is an error that
+    names the reasons the pairs were dropped and the flags to change."""
+    if stats["pairs_kept"]:
+        return None, []
+    dropped = {reason: count for reason, count in stats["pairs_dropped"].items() if count}
+    remedies = dict.fromkeys(DROP_REMEDIES.get(reason, INPUT_REMEDY) for reason in dropped)
+    reasons = ", ".join(f"{reason} {count}" for reason, count in dropped.items())
+    return (f"wrote no pair: {stats['pairs_read']} pairs read"
+            + (f", all dropped ({reasons}); " if dropped else "; ")
+            + ", or ".join(remedies or [INPUT_REMEDY])), []
 
 
 def summary_line(stats, seconds):

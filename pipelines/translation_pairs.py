@@ -54,6 +54,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines import job, text_input
+from pipelines.user_errors import UserError
 
 INPUT_FORMATS = ("aligned", "tsv", "jsonl")
 READ_DROP_REASONS = (
@@ -250,7 +251,7 @@ class _ReadAlignedFilePair(job.CountingDoFn):
                         shorter, longer = (
                             (target_path, source_path) if source_raw
                             else (source_path, target_path))
-                        raise ValueError(
+                        raise UserError(
                             f"The line-aligned files {source_path} (source) and "
                             f"{target_path} (target) differ in length: {shorter} "
                             f"ends after {counts['pairs_read']} lines while {longer} "

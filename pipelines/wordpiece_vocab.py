@@ -25,15 +25,15 @@ Writes two files, through Beam's filesystems (so gs:// and the like work):
   `unk_share`, the share of the corpus's word pieces that become [UNK] with
   the learned vocabulary. `main` returns the same dict, and raises a
   `tfnlp.command_line.UsageError` (a ValueError) after writing both files
-  if the input holds no word at all.
+  if the vocabulary has only the reserved tokens.
 
 `--lower_case` is an absl-style boolean (`--lower_case`, `--lower_case=false`,
 `--nolower_case`), like the other jobs' flags; the earlier `--no-lower_case`
 is still accepted.
 
-Every option that this parser does not know goes to Beam's
-`PipelineOptions` unchanged: without `--runner` the job runs on Beam's
-in-process direct runner (see `pipelines.beam_options`), and `--runner`,
+Every other option must be one of Beam's, and goes to its `PipelineOptions`
+unchanged: without `--runner` the job runs on Beam's in-process direct
+runner (see `pipelines.beam_options`), and `--runner`,
 `--direct_num_workers`, `--direct_running_mode`, and the Dataflow, Flink and
 Spark options work as usual (remote workers need tfnlp installed, for
 example with `--setup_file=./setup.py`).
@@ -83,7 +83,7 @@ from pipelines import (  # noqa: E402 (after the quiet import)
     wordpiece_vocab_stats,
     wordpiece_words,
 )
-from tfnlp.command_line import UsageError, check_output_file  # noqa: E402
+from tfnlp.command_line import check_output_file  # noqa: E402
 from tfnlp.data.file_names import STATS_SUFFIX  # noqa: E402
 
 LOGGER = logging.getLogger(__name__)
@@ -244,16 +244,25 @@ def vocabulary_options(flags):
     )
 
 
-def no_word_error(stats, stats_file, output_file):
-    """The `UsageError` of a run whose input holds no word."""
-    accounting = stats["input"]
-    return UsageError(
-        f"The input holds no word: {accounting['lines_read']} lines read, "
-        f"{accounting['lines_used']} used, skipped: "
-        f"{accounting['lines_skipped']} (see {stats_file}). "
-        f"{output_file} has only the reserved tokens, which cannot "
-        "tokenize text. Check --input_file and --input_format."
-    )
+def output_problems(stats):
+    """`(error, warnings)` for `job.run_job`: a vocabulary of the reserved
+    tokens alone, which cannot tokenize text, is an error (both files are
+    written first)."""
+    parameters, accounting = stats["parameters"], stats["input"]
+    output_file = parameters["output_file"]
+    if stats["words_counted"] == 0:
+        return (f"The input holds no word: {accounting['lines_read']} lines read, "
+                f"{accounting['lines_used']} used, skipped: {accounting['lines_skipped']} "
+                f"(see {output_file + STATS_SUFFIX}). {output_file} has only the reserved "
+                "tokens, which cannot tokenize text. Check --input_file and "
+                "--input_format."), []
+    if stats["vocabulary_size"] <= len(parameters["reserved_tokens"]):
+        return (f"Learned no token from {stats['words_given_to_learner']} words: each is "
+                f"longer than --max_token_length={parameters['max_token_length']} "
+                "characters or has a character outside the --max_unique_characters="
+                f"{parameters['max_unique_characters']} most frequent. {output_file} has "
+                "only the reserved tokens; raise those flags."), []
+    return None, []
 
 
 def main(argv=None):
@@ -266,30 +275,28 @@ def main(argv=None):
         FileNotFoundError: an input glob matches no file (before the
             pipeline starts).
         UsageError: `--output_file` cannot be written (before the pipeline
-            starts); or the input holds no word (for example only empty
-            files, or text read with --input_format=jsonl): the vocabulary,
-            with only the reserved tokens, and the stats are written first.
+            starts); or the vocabulary has only the reserved tokens (the
+            input holds no word, for example only empty files, or text read
+            with --input_format=jsonl; or none the learner takes): it and
+            the stats are written first (`output_problems`).
         RuntimeError: the pipeline did not finish successfully.
     """
     flags, beam_arguments = wordpiece_vocab_flags.parse_arguments(argv)
     text_input.match_input_files(flags.input_file, flag="--input_file")
     check_output_file("--output_file", flags.output_file)
     options = vocabulary_options(flags)
-    stats_file = flags.output_file + STATS_SUFFIX
-    stats = job.run_job(
+    return job.run_job(
         lambda pipeline: build_pipeline(
             pipeline, flags.input_file, flags.input_format, flags.output_file,
             options, beam_arguments,
         ),
         beam_arguments,
         name="vocabulary",
-        stats_file=stats_file,
+        stats_file=flags.output_file + STATS_SUFFIX,
         summary_line=wordpiece_vocab_stats.summary_line,
         logger=LOGGER,
+        output_problems=output_problems,
     )
-    if stats["words_counted"] == 0:
-        raise no_word_error(stats, stats_file, flags.output_file)
-    return stats
 
 
 if __name__ == "__main__":

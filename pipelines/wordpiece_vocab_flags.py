@@ -10,7 +10,7 @@ before the job starts. The learner's defaults are those of
 
 import argparse
 
-from pipelines import text_input
+from pipelines import job, text_input
 from pipelines.wordpiece_learner import VocabularyOptions
 from tfnlp.command_line import ArgumentParser, add_boolean_flag
 from tfnlp.text.vocabulary import SPECIAL_TOKENS
@@ -158,7 +158,7 @@ def parse_arguments(argv=None):
         SystemExit: a flag is missing or invalid (argparse's usage error).
     """
     parser = build_parser()
-    flags, beam_arguments = parser.parse_known_args(argv)
+    flags, beam_arguments = job.split_arguments(parser, argv)
     try:
         flags.reserved_tokens = reserved_tokens_from_flag(flags.reserved_tokens)
     except ValueError as error:

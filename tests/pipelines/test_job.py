@@ -1,5 +1,6 @@
 """`pipelines.job.run_job` ends a job with its counters, each top-level
-step's time and its summary line."""
+step's time and its summary line; a step's `UserError` and an empty output
+end it with a `UsageError`."""
 
 import gc
 import logging
@@ -9,6 +10,8 @@ import apache_beam as beam
 import pytest
 
 from pipelines import job
+from pipelines.user_errors import BeamLogFilter, UserError, user_error_message
+from tfnlp.command_line import UsageError
 
 
 class KeepEven(job.CountingDoFn):
@@ -81,3 +84,73 @@ def test_a_command_line_freezes_what_is_left_at_exit(monkeypatch, capsys):
     with pytest.raises(SystemExit):
         job.command_line_main("pipelines.pretraining_data", ["--no_such_flag"])
     assert registered == [gc.freeze]
+
+
+def run(build_pipeline, stats_file, **options):
+    return job.run_job(build_pipeline, [], name="test", stats_file=stats_file,
+                       summary_line=lambda stats, seconds: "the summary",
+                       logger=logging.getLogger("test_job"), **options)
+
+
+def refuse(number):
+    raise UserError(f"SentencePiece refuses {number}. Give --vocab_size={number} or less.")
+
+
+def test_a_steps_user_error_ends_the_job_in_its_message(tmp_path):
+    def build_pipeline(pipeline):
+        _ = pipeline | beam.Create([2406]) | "Refuse" >> beam.Map(refuse)
+
+    # The message alone: neither the marker nor Beam's "[while running 'Refuse']".
+    with pytest.raises(UsageError, match=r"^SentencePiece refuses 2406\. "
+                       r"Give --vocab_size=2406 or less\.$"):
+        run(build_pipeline, str(tmp_path / "stats.json"))
+
+
+def test_a_user_errors_message_is_found_in_a_runners_text():
+    # Dataflow and the portable runners hand the launcher the worker's
+    # traceback as text, its line breaks escaped or not.
+    text = ('Traceback (most recent call last):\n  File "learn.py", line 9\n'
+            "pipelines.user_errors.UserError: "
+            f"{UserError('Give --vocab_size=2406 or less.')} "
+            "[while running 'LearnTargetModel/TrainSentencePiece']\n\nDuring handling...")
+    for wrapped in (RuntimeError(text), RuntimeError(text.replace("\n", "\\n"))):
+        assert user_error_message(wrapped) == "Give --vocab_size=2406 or less."
+    try:
+        raise RuntimeError("Pipeline failed") from UserError("Give more text.")
+    except RuntimeError as error:
+        assert user_error_message(error) == "Give more text."
+    assert user_error_message(RuntimeError("KeyError: 'a bug'")) is None
+
+
+def test_beams_log_of_a_user_error_is_left_out():
+    def record(name, error):
+        return logging.LogRecord(name, logging.ERROR, "common.py", 1, str(error), None,
+                                 (type(error), error, None))
+
+    log_filter = BeamLogFilter()
+    assert not log_filter.filter(record("apache_beam.runners.common",
+                                        UserError("Give more.")))
+    assert log_filter.filter(record("apache_beam.runners.common", KeyError("a bug")))
+    assert log_filter.filter(record("pipelines.lm_data", UserError("Give more.")))
+
+
+def test_an_empty_output_ends_the_job_after_its_summary(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="test_job")
+    stats_file = str(tmp_path / "stats.json")
+
+    def build_pipeline(pipeline):
+        _ = pipeline | beam.Create([{"records": 0}]) | job.WriteStats(stats_file)
+
+    def output_problems(stats):
+        return ("wrote no record; give more text" if not stats["records"] else None,
+                ["wrote no validation record"])
+
+    with pytest.raises(UsageError, match="^wrote no record; give more text$"):
+        run(build_pipeline, stats_file, output_problems=output_problems)
+    # Written, and summed up, before the error.
+    assert job.read_stats(stats_file) == {"records": 0}
+    lines = [(record.levelname, record.getMessage()) for record in caplog.records
+             if record.name == "test_job"]
+    assert lines[-2:] == [("INFO", "the summary"),
+                          ("WARNING", "wrote no validation record")]
+

@@ -24,6 +24,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from pipelines import (sentencepiece_model, translation_data, translation_data_flags,
                        translation_data_stats, translation_pairs, translation_records)
 from pipelines.beam_options import pipeline_options
+from pipelines.user_errors import UserError
 from tests.text.sentencepiece_models import (
     multi30k_job_run, multi30k_lines, multi30k_shared_model, train_model)
 from tfnlp.data import example_proto, translation_schema
@@ -410,9 +411,11 @@ def test_learning_is_deterministic_with_the_fixed_special_ids(shared_data_dir, t
 
 def test_learning_errors_say_what_to_change():
     options = sentencepiece_model.SentencePieceOptions(vocab_size=8000)
-    with pytest.raises(ValueError, match="Lower --vocab_size"):
+    # SentencePiece's own reason, and the bound it names as the flag to give.
+    with pytest.raises(UserError, match=r"Vocabulary size too high \(8000\)\. Please set it to "
+                       r"a value <= (\d+); give --vocab_size=\1 or less, or more text"):
         sentencepiece_model.train_sentencepiece(["a few words", "and more"], options)
-    with pytest.raises(ValueError, match="No sentence"):
+    with pytest.raises(UserError, match="No sentence"):
         sentencepiece_model.train_sentencepiece([], options)
     with pytest.raises(ValueError, match="260"):
         sentencepiece_model.SentencePieceOptions(vocab_size=100)
