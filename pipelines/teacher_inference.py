@@ -47,6 +47,7 @@ from apache_beam.ml.inference.base import (KeyedModelHandler, ModelHandler, Pred
                                            RunInference)
 
 from pipelines import job
+from pipelines.user_errors import UserError
 from tfnlp.data.distillation_schema import NO_LABEL, ORIGINS, serialize_record
 
 SIGNATURE_NAME = "serving_default"
@@ -279,7 +280,7 @@ def _each_text(batch_result):
     PredictionResult of one text)` per text."""
     row_keys, result = batch_result
     if len(result.inference) != len(row_keys):
-        raise RuntimeError(
+        raise UserError(
             f"The teacher gave {len(result.inference)} rows of logits for a batch of "
             f"{len(row_keys)} texts; expected one row per text. Check --teacher_export.")
     for row_key, text, logits in zip(row_keys, result.example, result.inference):
@@ -301,7 +302,7 @@ class _SerializeRecords(job.CountingDoFn):
         (_, origin, label), result = keyed_result
         logits = np.asarray(result.inference, np.float32)
         if logits.shape != (self._num_classes,):
-            raise RuntimeError(
+            raise UserError(
                 f"The teacher gave logits of shape {logits.shape} for {result.example!r}; "
                 f"expected ({self._num_classes},), one per label. Check --teacher_export "
                 "and --labels.")

@@ -22,6 +22,7 @@ from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipelines import distillation_data, distillation_data_stats, transfer_set
+from pipelines.user_errors import user_error_message
 from pipelines.teacher_inference import (LabelTransferSet, TeacherBatches,
                                          TeacherModelHandler, describe_teacher_export)
 from tfnlp.data import distillation_schema, example_proto
@@ -393,3 +394,13 @@ def test_stats_refuse_texts_that_do_not_add_up():
     with pytest.raises(RuntimeError, match="labelled texts are unaccounted for"):
         distillation_data_stats.stats_from_counts(
             counts, {}, report, {}, LABELS, {}, None, {})
+
+
+def test_a_teacher_with_the_wrong_number_of_classes_is_a_users_error():
+    rows = [(transfer_set.text_key("a good film"), "labelled", "a good film", 0)]
+    with pytest.raises(Exception) as raised:
+        with beam.Pipeline() as pipeline:
+            _ = pipeline | beam.Create(rows) | LabelTransferSet(
+                HashTeacher(), num_classes=2, batch_size=3)
+    assert user_error_message(raised.value).startswith(
+        "The teacher gave logits of shape (3,) for 'a good film'; expected (2,), one per label.")
