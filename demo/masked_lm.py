@@ -55,7 +55,7 @@ import urllib.request
 
 from pipelines import pretraining_data, wordpiece_vocab
 from tfnlp.command_line import USER_ERRORS, UsageError
-from trainer import export, pretrain
+from trainer import export, pretrain, run_files
 
 LOGGER = logging.getLogger("demo")
 
@@ -666,7 +666,7 @@ def training_stage(args, model_dir, train_data, vocab_file):
             "loss": {"first": log[0]["loss"], "last": log[-1]["loss"],
                      "last_mlm": log[-1]["mlm_loss"], "last_nsp": log[-1]["nsp_loss"]},
             "artefacts": {"run (checkpoints, train_log.jsonl)": model_dir,
-                          "TensorBoard logs": os.path.join(model_dir, "train")}}
+                          "TensorBoard logs": os.path.join(model_dir, run_files.TENSORBOARD)}}
 
 
 def export_stage(model_dir, export_dir):

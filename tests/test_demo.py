@@ -45,7 +45,7 @@ def test_demo_runs_the_job_the_trainer_and_the_export(demo_run):
     assert summary["train_steps"] == summary["trainer_evaluation"]["step"] == TRAIN_STEPS
     assert summary["loss"]["last"] < summary["loss"]["first"]
     assert summary["export"] == str(output_dir / "export" / "1")
-    assert os.listdir(output_dir / "run" / "train")  # TensorBoard events
+    assert os.listdir(output_dir / "run" / "tensorboard" / "train")
 
 
 def test_bleu_is_sacrebleu_of_the_exports_translations_against_the_raw_references(

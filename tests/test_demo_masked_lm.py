@@ -78,7 +78,8 @@ def test_every_stage_ran_in_order_and_wrote_its_artefacts(demo_run):
         assert f'--- stage "{stage}" took {summary["stage_seconds"][stage]:.1f} s' in printed
     assert summary["export"] == str(output_dir / "export" / "1")
     assert (output_dir / "export" / "1" / "saved_model.pb").exists()
-    events = tf.io.gfile.glob(str(output_dir / "run" / "train" / "events.out.tfevents.*"))
+    events = tf.io.gfile.glob(
+        str(output_dir / "run" / "tensorboard" / "train" / "events.out.tfevents.*"))
     assert events
     tensorboard = f"tensorboard --logdir={output_dir / 'run'}"
     assert summary["training"]["tensorboard"] == tensorboard and tensorboard in printed

@@ -44,8 +44,8 @@ the agreement with the teacher's predictions on it (the teacher's own
 accuracy is logged once); the checkpoint of the best accuracy is kept.
 
 Writes into `--model_dir` what every trainer on the shared loop writes
-(`trainer.runtime`): resumable `ckpt-STEP` checkpoints, `train/` and
-`eval/` TensorBoard logs and the HParams, `train_log.jsonl`,
+(`trainer.runtime`): resumable `ckpt-STEP` checkpoints, TensorBoard logs
+and the HParams in `tensorboard/`, `train_log.jsonl`,
 `eval_log.jsonl`, `best/`; `config.json` (the student serialized by
 Keras) and `serving.json` (its kind, labels, vocabulary and sequence
 length, for `trainer.export`). With `--export_dir`, the next version of a
@@ -108,7 +108,7 @@ from trainer.training_loop import evaluate
 
 LOGGER = logging.getLogger("trainer.distill")
 
-# The metrics the HParams tab compares runs by: (summary folder, tag).
+# The metrics the HParams tab compares runs by: (run, scalar name).
 HPARAMS_METRICS = (
     ("eval", "accuracy"), ("eval", "teacher_agreement"), ("eval", "loss"),
     ("train", "loss"), ("train", "teacher_agreement"),

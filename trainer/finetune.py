@@ -78,10 +78,11 @@ Writes into `--model_dir`:
 - `backup/`: Keras' `BackupAndRestore` state, so that an interrupted run
   started again with the same command goes on from its last epoch (the
   backup is deleted when the run ends);
-- `train/` and `validation/`: TensorBoard logs (`keras.callbacks.TensorBoard`),
-  and the hyperparameters (every flag and the encoder config) in
-  `--model_dir` itself for the HParams tab, with the loss and accuracy of
-  both folders as its metrics;
+- `tensorboard/`: TensorBoard logs (`trainer.summaries`): the training loss,
+  metrics and learning rate in `train/`, the validation figures in `eval/`
+  (`FitSummaries`), and the hyperparameters (every flag and the encoder
+  config) for the HParams tab, with the loss and accuracy of both runs as
+  its metrics;
 - `eval_results.json`: the final metrics on `--eval_data` (or on the
   training data without it) of the best checkpoint (its `step`), also
   printed;
@@ -311,28 +312,26 @@ def compile_model(model, task, optimizer, jit_compile=False):
         )
 
 
-# The metrics of each task as `keras.callbacks.TensorBoard` names them
-# ("epoch_" and the name in `fit`'s logs; a head's name before a metric of
-# the span model's two heads).
+# The metrics of each task in `fit`'s logs (`_results_names`: without the
+# head's name before a metric of the span model's two heads).
 TASK_METRICS = {
-    "classification": ("epoch_loss", "epoch_accuracy"),
-    "token_classification": ("epoch_loss", "epoch_token_accuracy"),
-    "span": ("epoch_loss", "epoch_start_logits_start_accuracy",
-             "epoch_end_logits_end_accuracy"),
+    "classification": ("loss", "accuracy"),
+    "token_classification": ("loss", "token_accuracy"),
+    "span": ("loss", "start_accuracy", "end_accuracy"),
 }
 
 
 def hparams_metrics(task):
-    """The `(folder, tag)` metrics of the HParams tab for `task`: those of
-    the `validation` and `train` folders of `keras.callbacks.TensorBoard`.
+    """The `(run, name)` metrics of the HParams tab for `task`: those of
+    the `eval` and `train` runs of `FitSummaries`.
 
     Example:
 
     >>> hparams_metrics("classification")[:2]
-    (('validation', 'epoch_loss'), ('validation', 'epoch_accuracy'))
+    (('eval', 'loss'), ('eval', 'accuracy'))
     """
-    return tuple((group, tag) for group in ("validation", "train")
-                 for tag in TASK_METRICS[task])
+    return tuple((group, name) for group in ("eval", "train")
+                 for name in TASK_METRICS[task])
 
 
 def _hparams(flags, config, run):
@@ -344,23 +343,52 @@ def _hparams(flags, config, run):
     return values
 
 
-class EpochSummaries(keras.callbacks.TensorBoard):
-    """`keras.callbacks.TensorBoard` that writes every epoch's metrics.
-
-    With `update_freq=N` Keras 3 records a batch's summaries only on steps
-    that are multiples of N, and that condition is still in force when the
-    epoch ends: an epoch ending on any other step logged no `epoch_*`
-    scalar (`train/` and `validation/` stayed empty). The epoch's metrics
-    are written unconditionally here.
+class FitSummaries(keras.callbacks.Callback):
+    """Writes `fit`'s figures to TensorBoard as the other trainers do
+    (`trainer.summaries`), each at its optimizer step: to the `train` run
+    the loss and metrics of the epoch so far (`fit`'s running means) and
+    the learning rate, every `every` steps and at the end of each of
+    `fit`'s epochs; to the `eval` run the validation figures, when `fit`
+    validates.
 
     Args:
-        log_dir: the run's `model_dir`.
-        update_freq: steps between batch-level scalars (`--log_every_steps`).
+        writers: the run's `summaries.SummaryWriters`.
+        every: steps between training scalars (`--log_every_steps`).
     """
 
+    def __init__(self, writers, every):
+        super().__init__()
+        self.writers = writers
+        self.every = max(every, 1)
+        self.written = None
+
+    def on_train_batch_end(self, batch, logs=None):
+        if logs and self._step() % self.every == 0:
+            self._write_train(logs)
+
     def on_epoch_end(self, epoch, logs=None):
-        with tf.summary.record_if(True):
-            super().on_epoch_end(epoch, logs)
+        logs = logs or {}
+        self._write_train({name: value for name, value in logs.items()
+                           if not name.startswith("val_")})
+        validation = {name[len("val_"):]: value for name, value in logs.items()
+                      if name.startswith("val_")}
+        if validation:
+            self.writers.scalars(self.writers.eval, _results_names(validation), self._step())
+
+    def _step(self):
+        return int(self.model.optimizer.iterations.numpy())
+
+    def _write_train(self, logs):
+        step = self._step()
+        if step == self.written:
+            return
+        values = _results_names(logs)
+        # The rate of the step just taken (0-based `step - 1`), as the
+        # custom loop logs it.
+        values["learning_rate"] = float(
+            optimization.learning_rate_schedule(self.model.optimizer)(step - 1))
+        self.writers.scalars(self.writers.train, values, step)
+        self.written = step
 
 
 class StopAtStep(keras.callbacks.Callback):
@@ -564,7 +592,7 @@ def _results_names(values):
     return renamed
 
 
-def _callbacks(flags, run, checkpoints, step, total_steps, keep_best, mean_tokens):
+def _callbacks(flags, writers, checkpoints, step, total_steps, keep_best, mean_tokens):
     callbacks = [
         keras.callbacks.BackupAndRestore(os.path.join(flags.model_dir, "backup")),
         *([AveragedWeights()] if flags.ema_momentum else []),
@@ -573,11 +601,10 @@ def _callbacks(flags, run, checkpoints, step, total_steps, keep_best, mean_token
         keep_best,
         FitProgress(total_steps, flags.global_batch_size, flags.progress_every_seconds,
                     mean_tokens),
+        FitSummaries(writers, flags.log_every_steps),
     ]
     if flags.stop_time_hours:
         callbacks.append(StopAtTime(flags.stop_time_hours))
-    if run.chief:
-        callbacks.append(EpochSummaries(flags.model_dir, update_freq=flags.log_every_steps))
     return callbacks
 
 
@@ -644,9 +671,8 @@ def run(flags):
         compile_model(model, flags.task, optimizer, flags.jit_compile)
         step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
     runtime.write_run_files(run, encoder.config.to_dict(), record, flags)
-    if run.chief:
-        summaries.write_hparams(flags.model_dir, _hparams(flags, encoder.config, run),
-                                hparams_metrics(flags.task))
+    writers = summaries.SummaryWriters(flags.model_dir, enabled=run.chief)
+    writers.hparams(_hparams(flags, encoder.config, run), hparams_metrics(flags.task))
     LOGGER.info(
         "Fine-tuning %s (%s) from %s on %d replica(s): %d training examples "
         "(%.1f tokens on average), %d steps of %d (%d per epoch, %d warmup), "
@@ -674,7 +700,7 @@ def run(flags):
             validation_data=data.eval if evaluates else None,
             validation_freq=validation_freq,
             shuffle=False,  # the dataset shuffles (seeded); Keras would only warn
-            callbacks=_callbacks(flags, run, checkpoints, step, total_steps,
+            callbacks=_callbacks(flags, writers, checkpoints, step, total_steps,
                                  KeepBest(best, best_model), data.mean_tokens),
             verbose=flags.verbose,
         )
@@ -699,6 +725,7 @@ def run(flags):
                 sequence_length=record["sequence_length"], labels=record["labels"] or None,
             )
     finally:
+        writers.close()
         checkpoints.close()
     return results
 

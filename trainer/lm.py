@@ -13,12 +13,12 @@ of the global batch: `trainer.tasks.LanguageModelTask`), and writes into
 - `ckpt-STEP.*` checkpoints (model, optimizer, step and, on one device, the
   input iterator's position); a run started again with the same command
   resumes from the latest one.
-- `train/` and `eval/` TensorBoard logs: loss, perplexity, bits per
-  character, token accuracy, learning rate, gradient norm, tokens/s; at
-  each evaluation (every `--eval_every_steps` and at the end) the same
-  figures over the whole validation set and a table of continuations
-  sampled from `--sample_prompts` (Text tab). The hyperparameters go into
-  `--model_dir` itself, for the HParams tab.
+- `tensorboard/train/` and `tensorboard/eval/` TensorBoard logs: loss,
+  perplexity, bits per character, token accuracy, learning rate, gradient
+  norm, tokens/s; at each evaluation (every `--eval_every_steps` and at
+  the end) the same figures over the whole validation set and a table of
+  continuations sampled from `--sample_prompts` (Text tab). The
+  hyperparameters go into `tensorboard/` itself, for the HParams tab.
 - `train_log.jsonl`, `eval_log.jsonl`; `config.json` (the model, serialized
   by Keras) and `serving.json` (the data directory of the tokenizer, for
   `trainer.export`).
@@ -55,7 +55,7 @@ from trainer.training_loop import evaluate
 
 LOGGER = logging.getLogger("trainer.lm")
 
-# The metrics the HParams tab compares runs by: (summary folder, tag).
+# The metrics the HParams tab compares runs by: (run, scalar name).
 HPARAMS_METRICS = (
     ("eval", "loss"), ("eval", "bits_per_character"), ("eval", "perplexity"),
     ("train", "loss"), ("eval", "token_accuracy"),

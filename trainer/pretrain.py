@@ -13,15 +13,15 @@ with the custom loop of `trainer.training_loop` (see there why not
   the input iterator's position) every `--checkpoint_every_steps` and at the end. A
   run started again with the same command restores the latest one and goes
   on to `--train_steps`, so a killed job is resumed by re-running it.
-- `train/` and `eval/` TensorBoard logs: losses, accuracies, perplexity,
-  learning rate, gradient norm, examples/s and tokens/s (real tokens, the
-  sum of `input_mask`); every `--attention_images_every_steps`, the
+- `tensorboard/train/` and `tensorboard/eval/` TensorBoard logs: losses,
+  accuracies, perplexity, learning rate, gradient norm, examples/s and
+  tokens/s (real tokens, the sum of `input_mask`); every `--attention_images_every_steps`, the
   attention of one fixed example (an image a layer, a panel a head, its
   tokens on the axes: WordPieces given `--vocab_file`, ids otherwise) and
   the masked-LM predictions for it (text); with `--profile_steps`, a
-  profiler trace (`train/plugins/profile/`). The hyperparameters (every
-  flag and the model config) go into `--model_dir` itself, for the HParams
-  tab (`trainer.summaries.write_hparams`).
+  profiler trace (`tensorboard/train/plugins/profile/`). The
+  hyperparameters (every flag and the model config) go into `tensorboard/`
+  itself, for the HParams tab (`trainer.summaries.write_hparams`).
 - `train_log.jsonl`: one JSON line per step (`step`, `loss`, `mlm_loss`,
   `nsp_loss`, `learning_rate`, `gradient_norm`), and `eval_log.jsonl`.
 - `config.json`: the `BertConfig`; `serving.json`: what `python -m

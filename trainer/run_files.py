@@ -12,7 +12,7 @@ new trainer writes what `trainer.export` and users already know how to read:
 | `eval_results.json` | `trainer.finetune` | the final evaluation |
 | `train_log.jsonl`, `eval_log.jsonl` | the custom loop | one JSON line per step / per evaluation (`JsonLog`) |
 | `ckpt-STEP.*`, `checkpoint` | `trainer.checkpoints` | `tf.train.Checkpoint`s |
-| `train/`, `eval/` | the trainers | TensorBoard logs |
+| `tensorboard/` | the trainers | TensorBoard logs: the hparams, and the `train/` and `eval/` runs (`eval/` only when the run evaluates) (`trainer.summaries`) |
 | `best/`, `best/best.json` | `trainer.translate` | the checkpoint of the best validation BLEU, its step and scores (named in `trainer.translation_models`) |
 | `.worker_checkpoints/`, `.worker_export/` | non-chief workers | scratch, deleted or ignored |
 """
@@ -31,8 +31,9 @@ LABELS_FILE = "labels.json"
 RESULTS_FILE = "eval_results.json"
 TRAIN_LOG_FILE = "train_log.jsonl"
 EVAL_LOG_FILE = "eval_log.jsonl"
-TRAIN_SUMMARIES = "train"
-EVAL_SUMMARIES = "eval"
+TENSORBOARD = "tensorboard"
+TRAIN_SUMMARIES = f"{TENSORBOARD}/train"
+EVAL_SUMMARIES = f"{TENSORBOARD}/eval"
 # Non-chief workers of a multi-worker cluster must save and export too (both
 # run collective ops); they write here, per worker.
 WORKER_CHECKPOINTS = ".worker_checkpoints"

@@ -180,8 +180,8 @@ class TrainingParts:
             (`serving.json`).
         model_settings: the model's settings shown as `model/NAME` in the
             HParams tab (numbers, strings and booleans).
-        hparams_metrics: the `(summary folder, tag)` pairs the HParams tab
-            compares runs by.
+        hparams_metrics: the `(run, scalar name)` pairs the HParams tab
+            compares runs by (`trainer.summaries.write_hparams`).
         evaluator: None, or `(loop, writers, step) -> (() -> metrics)`, given
             the `TrainingLoop`, the run's `SummaryWriters` and the step
             variable: the evaluation run at `--eval_every_steps` and at

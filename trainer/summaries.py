@@ -1,14 +1,19 @@
 """TensorBoard logs of a training job: scalars, hparams, pictures, text.
 
-The job writes `model_dir/train/` and `model_dir/eval/` event files with
-`tf.summary`, and its hyperparameters in `model_dir` itself, so that
-`tensorboard --logdir model_dir` shows:
+The job writes `tf.summary` event files into `model_dir/tensorboard/`: its
+hyperparameters there, and the `train` and `eval` runs in `train/` and
+`eval/` below it (`eval/` only once the job evaluates), so that
+`tensorboard --logdir model_dir` shows one run and `--logdir` at the folder
+above several runs compares them:
 
-- Scalars: the `train` and `eval` metrics.
+- Scalars: the `train` and `eval` figures, their tags grouped by kind
+  (`scalar_tag`): `loss/...`, `metrics/...` (accuracies, perplexity, BLEU),
+  `optimization/...` (learning rate, gradient norm), `throughput/...`
+  (examples and tokens per second). TensorBoard sorts the groups by name
+  and opens the first ones: the losses come first.
 - HParams: the run's flags and model settings, with the metrics each
   trainer declares (the last `train` and `eval` value of each) for
-  comparing runs (`write_hparams`): their values show when `--logdir` is
-  the folder above the runs.
+  comparing runs (`write_hparams`).
 - Images: pictures drawn by `tfnlp.visualization` (matplotlib): for BERT
   the attention of one fixed example, one image a layer with a panel a
   head and the example's tokens on the axes (`AttentionProbe`); for
@@ -16,7 +21,7 @@ The job writes `model_dir/train/` and `model_dir/eval/` event files with
 - Text: Markdown tables of samples (the masked-LM predictions of the fixed
   example; sample translations).
 - Profile: with `--profile_steps`, a trace of those steps in
-  `train/plugins/profile/<time>/`, where the Profile tab (the
+  `tensorboard/train/plugins/profile/<time>/`, where the Profile tab (the
   `tensorboard-plugin-profile` package) finds it.
 
 Only the chief writes: the other workers of a cluster get no-op writers.
@@ -40,11 +45,40 @@ MAX_PICTURE_TOKENS = 48
 TOP_PREDICTIONS = 3
 
 
-class SummaryWriters:
-    """The `train` and `eval` `tf.summary` writers under `model_dir`.
+# The group of the scalars whose group their name does not say (see
+# `scalar_tag`).
+SCALAR_GROUPS = {
+    "learning_rate": "optimization",
+    "gradient_norm": "optimization",
+    "examples_per_second": "throughput",
+    "tokens_per_second": "throughput",
+    "cross_entropy": "loss",
+}
 
-    A process that is not the chief gets no-op writers (and writes no
-    hparams), so that only one worker of a cluster writes.
+
+def scalar_tag(name):
+    """The TensorBoard tag of the scalar `name` (a key of `train_log.jsonl`
+    or `eval_log.jsonl`): `GROUP/name`, in the group `loss` for the losses,
+    `optimization` for the learning rate and the gradient norm, `throughput`
+    for examples and tokens per second, and `metrics` for the rest.
+
+    Example:
+
+    >>> [scalar_tag(name) for name in ("loss", "mlm_accuracy", "bleu", "tokens_per_second")]
+    ['loss/loss', 'metrics/mlm_accuracy', 'metrics/bleu', 'throughput/tokens_per_second']
+    """
+    group = SCALAR_GROUPS.get(name, "loss" if "loss" in name else "metrics")
+    return f"{group}/{name}"
+
+
+class SummaryWriters:
+    """The `train` and `eval` `tf.summary` writers of a run, in
+    `model_dir/tensorboard/`.
+
+    Each writer is created when first used, so that a run that does not
+    evaluate has no `eval` run. A process that is not the chief gets no-op
+    writers (and writes no hparams), so that only one worker of a cluster
+    writes.
 
     Args:
         model_dir: the job's directory.
@@ -62,19 +96,29 @@ class SummaryWriters:
     def __init__(self, model_dir, enabled=True):
         self.model_dir = model_dir
         self.enabled = enabled
-        if enabled:
-            self.train = tf.summary.create_file_writer(
-                os.path.join(model_dir, run_files.TRAIN_SUMMARIES))
-            self.eval = tf.summary.create_file_writer(
-                os.path.join(model_dir, run_files.EVAL_SUMMARIES))
-        else:
-            self.train = self.eval = tf.summary.create_noop_writer()
+        self._writers = {}
+
+    @property
+    def train(self):
+        return self._writer(run_files.TRAIN_SUMMARIES)
+
+    @property
+    def eval(self):
+        return self._writer(run_files.EVAL_SUMMARIES)
+
+    def _writer(self, folder):
+        if folder not in self._writers:
+            self._writers[folder] = (
+                tf.summary.create_file_writer(os.path.join(self.model_dir, folder))
+                if self.enabled else tf.summary.create_noop_writer())
+        return self._writers[folder]
 
     def scalars(self, writer, values, step):
-        """Writes each `name: value` of `values` as a scalar at `step`."""
+        """Writes each `name: value` of `values` as a scalar at `step`, with
+        the tag `scalar_tag(name)`."""
         with writer.as_default(step=step):
             for name, value in values.items():
-                tf.summary.scalar(name, value)
+                tf.summary.scalar(scalar_tag(name), value)
         writer.flush()
 
     def hparams(self, values, metrics=()):
@@ -103,7 +147,7 @@ class SummaryWriters:
         writer.flush()
 
     def close(self):
-        for writer in (self.train, self.eval):
+        for writer in self._writers.values():
             writer.close()
 
 
@@ -123,27 +167,30 @@ def hparam_values(values):
     }
 
 
-def write_hparams(logdir, values, metrics=()):
+def write_hparams(model_dir, values, metrics=()):
     """Writes a run's hyperparameters and the metrics to compare it by, for
     TensorBoard's HParams tab.
 
-    Both go into `logdir` itself (the run's `model_dir`): the plugin takes
-    `logdir` as one trial, named by its path, and finds the metrics in its
-    `train/` and `eval/` subfolders (the last value of each) when its
-    `--logdir` is the folder above the run (with `--logdir` at the run
-    itself, TensorBoard 2.21 looks for them in "./train", which it does not
-    have). The experiment config (`hparams_config`) declares the hparams
-    and the `metrics`; the tab shows the first five of each (the hparams in
+    Both go into `model_dir/tensorboard/`, the folder above the run's
+    `train/` and `eval/` event files: the plugin takes the folder of the
+    hparams as one trial (the group named `model_dir`) and finds each
+    metric in its subfolder (the last value). This works whether
+    `--logdir` is `model_dir` or a folder above it, but not with `--logdir`
+    at the folder of the hparams itself: there the plugin looks for the
+    metrics in "./train", a run that TensorBoard names "train". The
+    experiment config (`hparams_config`) declares the hparams and the
+    `metrics`; the tab shows the first five of each (the hparams in
     alphabetical order, the metrics in the order given) until the user
     ticks more. TensorBoard reads one config for all the runs under its
     `--logdir`, so compare runs of one trainer at a time.
 
     Args:
-        logdir: the run's directory.
+        model_dir: the run's directory.
         values: `{name: value}`: the flags and model settings (see
             `hparam_values` for the types kept).
-        metrics: `(group, tag)` pairs: the scalar `tag` of the `group`
-            subfolder ("train", "eval"), shown as "group tag".
+        metrics: `(run, name)` pairs: the scalar `name` (its tag
+            `scalar_tag(name)`) of the `run` ("train", "eval"), shown as
+            "run name".
 
     Example:
 
@@ -152,14 +199,15 @@ def write_hparams(logdir, values, metrics=()):
     ...               [("eval", "loss"), ("train", "loss")])
     """
     clean = hparam_values(values)
-    writer = tf.summary.create_file_writer(logdir)
+    writer = tf.summary.create_file_writer(os.path.join(model_dir, run_files.TENSORBOARD))
     with writer.as_default():
         hparams_api.hparams_config(
             hparams=[hparams_api.HParam(name) for name in sorted(clean)],
-            metrics=[hparams_api.Metric(tag, group=group, display_name=f"{group} {tag}")
-                     for group, tag in metrics],
+            metrics=[hparams_api.Metric(scalar_tag(name), group=group,
+                                        display_name=f"{group} {name}")
+                     for group, name in metrics],
         )
-        hparams_api.hparams(clean, trial_id=str(logdir))
+        hparams_api.hparams(clean, trial_id=str(model_dir))
     writer.close()
 
 

@@ -16,15 +16,16 @@ TranslationTask`), and writes into `--model_dir`:
 - `ckpt-STEP.*` checkpoints (model, optimizer, step and, on one device, the
   input iterator's position); a run started again with the same command
   resumes from the latest one.
-- `train/` and `eval/` TensorBoard logs: loss, NLL, perplexity, token
-  accuracy, learning rate, gradient norm, tokens/s; validation loss, BLEU,
-  lower-cased BLEU and chrF; at each evaluation, a table of the first
-  `--sample_sentences` validation sentences with their references and
-  translations (Text tab) and their alignments (Images tab, source pieces
-  against the translation's pieces: the Transformer's last cross-attention
-  averaged over heads, or one image a head with `--alignment_heads=each`;
-  the LSTM's attention). The hyperparameters (every flag and the model's
-  settings) go into `--model_dir` itself, for the HParams tab.
+- `tensorboard/train/` and `tensorboard/eval/` TensorBoard logs: loss, NLL,
+  perplexity, token accuracy, learning rate, gradient norm, tokens/s;
+  validation loss, BLEU, lower-cased BLEU and chrF; at each evaluation, a
+  table of the first `--sample_sentences` validation sentences with their
+  references and translations (Text tab) and their alignments (Images tab,
+  source pieces against the translation's pieces: the Transformer's last
+  cross-attention averaged over heads, or one image a head with
+  `--alignment_heads=each`; the LSTM's attention). The hyperparameters
+  (every flag and the model's settings) go into `tensorboard/` itself, for
+  the HParams tab.
 - `train_log.jsonl`, `eval_log.jsonl`; `config.json` (the model, serialized
   by Keras: class and config)
   and `serving.json` (the SentencePiece model and decoding settings for
@@ -139,7 +140,7 @@ def dataset_function(files, flags, training, seed=None):
     return dataset_fn
 
 
-# The metrics the HParams tab compares runs by: (summary folder, tag).
+# The metrics the HParams tab compares runs by: (run, scalar name).
 HPARAMS_METRICS = (
     ("eval", "bleu"), ("eval", "chrf"), ("eval", "loss"), ("train", "loss"),
     ("eval", "perplexity"), ("eval", "bleu_lowercase"), ("train", "perplexity"),

@@ -151,6 +151,12 @@ def event_values(log_dir):
     return values
 
 
+def tensorboard_values(model_dir, run=""):
+    """`event_values` of a run's TensorBoard `run` ("train", "eval"), or of
+    the folder of its hparams (run="")."""
+    return event_values(os.path.join(model_dir, "tensorboard", run))
+
+
 def checkpoint_values(prefix, scopes=("model/", "optimizer/")):
     """`{name: array}` of the variables under `scopes` in a checkpoint."""
     reader = tf.train.load_checkpoint(str(prefix))

@@ -107,6 +107,16 @@ class TensorBoardServer:
         answer = self.get(f"/data/plugin/{plugin}/tags")
         return {run: set(tags) for run, tags in answer.items()}
 
+    def tag_groups(self, *plugins):
+        """The groups of the tags of `plugins` ("scalars", "images") in the
+        order TensorBoard shows them: a tag's group is its part before the
+        first "/" (the whole tag without one), and the groups are sorted by
+        name. The Scalars tab shows the scalars' groups and opens the
+        first three; the Time Series tab, which TensorBoard opens first,
+        shows those of the scalars and images and opens the first two."""
+        return sorted({tag.split("/", 1)[0] for plugin in plugins
+                       for tags in self.tags(plugin).values() for tag in tags})
+
     def hparams(self):
         """`(experiment, session groups)` of the HParams plugin."""
         experiment = self.get("/data/plugin/hparams/experiment", {"experimentName": ""})

@@ -29,8 +29,8 @@ from tfnlp.models.bert.huggingface import encoder_tensors_from_encoder, huggingf
 from tfnlp.text.bert_tokenizer import BertTokenizer
 from tests.export.helpers import saved_model_cli
 from tests.test_readme import readme_commands
-from tests.trainer.helpers import event_values
-from trainer import export, finetune, finetune_data
+from tests.trainer.helpers import tensorboard_values
+from trainer import export, finetune, finetune_data, summaries
 
 FILLER = "the a movie film book was is really very quite plot story".split()
 # Words of two WordPieces (film ##s, book ##s): only their first piece is labelled.
@@ -299,7 +299,7 @@ def test_classification_learns_a_separable_task(classification_run):
         "missing text": 1, "missing label": 1, "unknown label": 1}
     assert json.loads((model_dir / "labels.json").read_text()) == ["is_bad", "is_good"]
     assert tf.train.latest_checkpoint(str(model_dir)).endswith("ckpt-40")
-    assert os.listdir(model_dir / "train")  # TensorBoard
+    assert os.listdir(model_dir / "tensorboard" / "train")
     assert not (model_dir / "backup").exists()  # BackupAndRestore cleans up
     assert_hparams_metrics_are_logged(model_dir, "classification")
 
@@ -324,9 +324,9 @@ def test_evaluations_every_n_steps_keep_the_best_checkpoint(root):
     # The final evaluation is the best checkpoint's.
     assert results["step"] == best["step"]
     assert results["accuracy"] == pytest.approx(best["accuracy"])
-    evaluations = [float(value) for _, value in
-                   event_values(str(model_dir / "validation"))["epoch_accuracy"]]
-    assert len(evaluations) == 3
+    evaluations = tensorboard_values(str(model_dir), "eval")["metrics/accuracy"]
+    assert [step for step, _ in evaluations] == [10, 20, 30]
+    evaluations = [float(value) for _, value in evaluations]
     assert best["accuracy"] == pytest.approx(max(evaluations))
     # trainer.export reads the best checkpoint (written without a save counter).
     model, _ = export.load_trained_model(str(model_dir))
@@ -341,19 +341,30 @@ def test_stop_time_hours_ends_training_early(root):
     assert results["step"] == 1
 
 
+# The tags of the metrics of each task's HParams.
+TASK_TAGS = {
+    "classification": ["loss/loss", "metrics/accuracy"],
+    "token_classification": ["loss/loss", "metrics/token_accuracy"],
+    "span": ["loss/loss", "metrics/start_accuracy", "metrics/end_accuracy"],
+}
+
+
 def assert_hparams_metrics_are_logged(model_dir, task):
-    """The run's hparams are in its model_dir, and every metric its HParams
-    config declares is a scalar that Keras' TensorBoard callback logged (the
-    runs of these tests skip validation during `fit`; Keras gives the
-    `validation/` scalars the names of the `train/` ones)."""
-    root = event_values(str(model_dir))
-    assert {"_hparams_/session_start_info", "_hparams_/experiment"} <= set(root)
+    """The run's hparams are in `tensorboard/`, and every metric its HParams
+    config declares is a scalar of the `train` run, at the last step (the
+    runs of these tests skip validation during `fit`; the `eval` run has
+    the names of the `train` one), beside the learning rate."""
+    hparams = tensorboard_values(str(model_dir))
+    assert {"_hparams_/session_start_info", "_hparams_/experiment"} <= set(hparams)
     declared = finetune.hparams_metrics(task)
-    train_tags = [tag for group, tag in declared if group == "train"]
-    assert train_tags and train_tags == [tag for group, tag in declared if group == "validation"]
-    logged = event_values(str(model_dir / "train"))
-    for tag in train_tags:
+    train_names = [name for group, name in declared if group == "train"]
+    assert train_names == [name for group, name in declared if group == "eval"]
+    assert [summaries.scalar_tag(name) for name in train_names] == TASK_TAGS[task]
+    logged = tensorboard_values(str(model_dir), "train")
+    last_step = max(step for step, _ in logged["loss/loss"])
+    for tag in TASK_TAGS[task] + ["optimization/learning_rate"]:
         assert tag in logged, (tag, sorted(logged))
+        assert logged[tag][-1][0] == last_step, (tag, logged[tag])
 
 
 def test_fine_tuning_reports_progress_at_every_step_across_epochs(classification_run):

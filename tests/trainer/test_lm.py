@@ -90,11 +90,11 @@ def test_the_best_checkpoint_is_the_lowest_validation_loss(run_dir):
 
 def test_tensorboard_has_the_figures_and_the_sampled_text(run_dir):
     model_dir, _ = run_dir
-    train = helpers.event_values(os.path.join(model_dir, "train"))
-    evaluation = helpers.event_values(os.path.join(model_dir, "eval"))
-    assert {"loss", "perplexity", "bits_per_character", "tokens_per_second",
-            "learning_rate"} <= set(train)
-    assert {"loss", "bits_per_character", "samples"} <= set(evaluation)
+    train = helpers.tensorboard_values(model_dir, "train")
+    evaluation = helpers.tensorboard_values(model_dir, "eval")
+    assert {"loss/loss", "metrics/perplexity", "metrics/bits_per_character",
+            "throughput/tokens_per_second", "optimization/learning_rate"} <= set(train)
+    assert {"loss/loss", "metrics/bits_per_character", "samples"} <= set(evaluation)
     step, table = evaluation["samples"][-1]
     text = table.item().decode() if hasattr(table, "item") else str(table)
     assert step == STEPS and "ROMEO:" in text and "continuation" in text

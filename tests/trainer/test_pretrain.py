@@ -48,28 +48,40 @@ def test_writes_checkpoints_and_step_log(single_run):
         assert json.load(file)["num_layers"] == 1
 
 
+# The tags of the scalars of the `train` run, by their `train_log.jsonl`
+# names.
+TRAIN_TAGS = {
+    "loss": "loss/loss", "mlm_loss": "loss/mlm_loss", "nsp_loss": "loss/nsp_loss",
+    "mlm_accuracy": "metrics/mlm_accuracy", "nsp_accuracy": "metrics/nsp_accuracy",
+    "mlm_perplexity": "metrics/mlm_perplexity", "learning_rate": "optimization/learning_rate",
+    "gradient_norm": "optimization/gradient_norm",
+    "examples_per_second": "throughput/examples_per_second",
+    "tokens_per_second": "throughput/tokens_per_second",
+}
+EVAL_TAGS = {"loss": "loss/loss", "mlm_accuracy": "metrics/mlm_accuracy",
+             "nsp_accuracy": "metrics/nsp_accuracy", "mlm_perplexity": "metrics/mlm_perplexity"}
+
+
 def test_tensorboard_scalars_hparams_and_images(single_run):
     model_dir, _, _ = single_run
-    train = helpers.event_values(os.path.join(model_dir, "train"))
-    for tag in ("loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy",
-                "mlm_perplexity", "learning_rate", "examples_per_second",
-                "tokens_per_second", "gradient_norm"):
+    train = helpers.tensorboard_values(model_dir, "train")
+    for tag in TRAIN_TAGS.values():
         assert tag in train, sorted(train)
         steps = [step for step, _ in train[tag]]
         assert steps == [1, 2, 3, 4, 5], (tag, steps)
     # With log_every_steps=1 each scalar is its step's value in train_log.jsonl.
     log = helpers.train_log(model_dir)
-    for tag in ("loss", "mlm_loss", "nsp_loss", "learning_rate", "gradient_norm"):
-        np.testing.assert_allclose([float(value) for _, value in train[tag]],
-                                   [record[tag] for record in log], rtol=1e-6, err_msg=tag)
+    for name in ("loss", "mlm_loss", "nsp_loss", "learning_rate", "gradient_norm"):
+        np.testing.assert_allclose([float(value) for _, value in train[TRAIN_TAGS[name]]],
+                                   [record[name] for record in log], rtol=1e-6, err_msg=name)
     np.testing.assert_allclose(
-        [float(value) for _, value in train["mlm_perplexity"]],
+        [float(value) for _, value in train["metrics/mlm_perplexity"]],
         np.exp([record["mlm_loss"] for record in log]), rtol=1e-5,
     )
     assert 0.0 < log[-1]["loss"] < 10.0 and log[-1]["gradient_norm"] > 0.0
-    # The hparams and their config are in the model_dir itself (one trial).
-    root = helpers.event_values(model_dir)
-    assert {"_hparams_/session_start_info", "_hparams_/experiment"} <= set(root)
+    # The hparams and their config are in the folder above `train/` (one trial).
+    hparams = helpers.tensorboard_values(model_dir)
+    assert {"_hparams_/session_start_info", "_hparams_/experiment"} <= set(hparams)
     # One picture per layer (2 heads side by side, labelled tokens): large
     # enough to read, about twice as wide as high.
     (step, image), = train["attention/layer_0"]
@@ -77,42 +89,62 @@ def test_tensorboard_scalars_hparams_and_images(single_run):
     assert step == 5 and height >= 400 and width > 1.5 * height
     (step, table), = train["masked_lm_predictions"]
     assert step == 5 and b"| position | input | original | predictions |" in table.item()
-    evaluation = helpers.event_values(os.path.join(model_dir, "eval"))
+    evaluation = helpers.tensorboard_values(model_dir, "eval")
     with open(os.path.join(model_dir, "eval_log.jsonl"), encoding="utf-8") as file:
         eval_log = [json.loads(line) for line in file]
     assert [record["step"] for record in eval_log] == [5]
-    for tag in ("loss", "mlm_accuracy", "nsp_accuracy", "mlm_perplexity"):
+    for name, tag in EVAL_TAGS.items():
         (step, value), = evaluation[tag]
         assert step == 5
-        np.testing.assert_allclose(float(value), eval_log[0][tag], rtol=1e-6, err_msg=tag)
+        np.testing.assert_allclose(float(value), eval_log[0][name], rtol=1e-6, err_msg=tag)
 
 
 # The metrics the HParams tab compares pretraining runs by.
-HPARAMS_METRICS = {(group, tag) for group in ("train", "eval")
-                   for tag in ("loss", "mlm_accuracy", "nsp_accuracy", "mlm_perplexity")}
+HPARAMS_METRICS = {(group, tag) for group in ("train", "eval") for tag in EVAL_TAGS.values()}
 
 
-def test_tensorboard_shows_scalars_pictures_text_hparams_and_the_profile(single_run):
-    """The real `tensorboard` on the folder of the run (as to compare runs in
-    the HParams tab): every tab has the run's data."""
+@pytest.fixture(scope="module")
+def mirrored_run(single_run, train_data):
+    """Two replicas, without evaluation, beside `single_run`'s model_dir."""
+    model_dir = os.path.join(os.path.dirname(single_run[0]), "mirrored")
+    output = helpers.run(
+        helpers.flags(train_data, model_dir, strategy="mirrored"), logical_cpus=2
+    )
+    return model_dir, output
+
+
+def metric_values(session_group):
+    """`{(run, tag): value}` of an HParams session group."""
+    return {(value["name"]["group"], value["name"]["tag"]): value["value"]
+            for value in session_group["metricValues"]}
+
+
+def test_tensorboard_on_the_run_shows_scalars_pictures_text_hparams_and_the_profile(
+        single_run):
+    """The real `tensorboard --logdir=MODEL_DIR`, as the README has it:
+    every tab has the run's data, and the losses come first."""
     model_dir, _, _ = single_run
-    with TensorBoardServer(os.path.dirname(model_dir)) as server:
-        assert set(server.get("/data/runs")) == {"model", "model/train", "model/eval"}
+    with TensorBoardServer(model_dir) as server:
+        assert set(server.get("/data/runs")) == {
+            "tensorboard", "tensorboard/train", "tensorboard/eval"}
         scalars = server.tags("scalars")
-        assert {"loss", "mlm_accuracy", "nsp_accuracy", "mlm_perplexity", "learning_rate",
-                "gradient_norm", "examples_per_second",
-                "tokens_per_second"} <= scalars["model/train"]
-        assert {"loss", "mlm_accuracy", "nsp_accuracy",
-                "mlm_perplexity"} <= scalars["model/eval"]
-        assert server.tags("images") == {"model/train": {"attention/layer_0"}}
+        assert set(TRAIN_TAGS.values()) <= scalars["tensorboard/train"]
+        assert set(EVAL_TAGS.values()) <= scalars["tensorboard/eval"]
+        # The groups of the Scalars tab, and of the Time Series tab that
+        # TensorBoard opens on, start with the losses (the first groups are
+        # the open ones).
+        assert server.tag_groups("scalars") == [
+            "loss", "metrics", "optimization", "throughput"]
+        assert server.tag_groups("scalars", "images")[:2] == ["attention", "loss"]
+        assert server.tags("images") == {"tensorboard/train": {"attention/layer_0"}}
         [picture] = server.get(
-            "/data/plugin/images/images?run=model/train&tag=attention/layer_0")
+            "/data/plugin/images/images?run=tensorboard/train&tag=attention/layer_0")
         png = server.get(f"/data/plugin/images/individualImage?{picture['query']}")
         width, height = png_size(png)
         assert picture["step"] == 5 and height >= 400 and width > 1.5 * height
-        assert server.tags("text") == {"model/train": {"masked_lm_predictions"}}
+        assert server.tags("text") == {"tensorboard/train": {"masked_lm_predictions"}}
         [table] = server.get(
-            "/data/plugin/text/text?run=model/train&tag=masked_lm_predictions")
+            "/data/plugin/text/text?run=tensorboard/train&tag=masked_lm_predictions")
         assert "<th>predictions</th>" in table["text"], table["text"]
         experiment, [trial] = server.hparams()
         hparams = {info["name"] for info in experiment["hparamInfos"]}
@@ -123,11 +155,39 @@ def test_tensorboard_shows_scalars_pictures_text_hparams_and_the_profile(single_
         assert metrics == HPARAMS_METRICS
         assert trial["hparams"]["learning_rate"] == 1e-3
         assert trial["name"] == model_dir
-        values = {(value["name"]["group"], value["name"]["tag"]): value["value"]
-                  for value in trial["metricValues"]}
+        # Each metric's last value.
+        values = metric_values(trial)
         assert set(values) == HPARAMS_METRICS, trial["metricValues"]
+        with open(os.path.join(model_dir, "eval_log.jsonl"), encoding="utf-8") as file:
+            [evaluation] = [json.loads(line) for line in file]
+        np.testing.assert_allclose(
+            [values["train", "loss/loss"], values["eval", "loss/loss"],
+             values["eval", "metrics/mlm_accuracy"]],
+            [helpers.train_log(model_dir)[-1]["loss"], evaluation["loss"],
+             evaluation["mlm_accuracy"]], rtol=1e-6)
         [profile] = server.get("/data/plugin/profile/runs")
-        assert profile.startswith("model/train/")
+        assert profile.startswith("tensorboard/train/")
+
+
+def test_tensorboard_above_two_runs_compares_them(single_run, mirrored_run):
+    """The real `tensorboard` on the folder above two runs, one without
+    evaluation (and so without an `eval` run): the HParams tab has both,
+    each with the last values of its metrics."""
+    model_dir, mirrored_dir = single_run[0], mirrored_run[0]
+    with TensorBoardServer(os.path.dirname(model_dir)) as server:
+        runs = set(server.get("/data/runs"))
+        assert not {run for run in runs if run.startswith("mirrored") and run.endswith("eval")}
+        assert runs == {"model/tensorboard", "model/tensorboard/train",
+                        "model/tensorboard/eval", "mirrored/tensorboard",
+                        "mirrored/tensorboard/train"}
+        _, trials = server.hparams()
+        values = {trial["name"]: metric_values(trial) for trial in trials}
+    assert set(values) == {model_dir, mirrored_dir}
+    assert set(values[model_dir]) == HPARAMS_METRICS
+    assert set(values[mirrored_dir]) == {(group, tag) for group, tag in HPARAMS_METRICS
+                                         if group == "train"}
+    np.testing.assert_allclose(values[mirrored_dir]["train", "loss/loss"],
+                               helpers.train_log(mirrored_dir)[-1]["loss"], rtol=1e-6)
 
 
 def png_size(png):
@@ -195,11 +255,8 @@ def assert_same_training(model_dir, reference_dir):
         np.testing.assert_allclose(values[name], value, rtol=0, atol=VARIABLE_ATOL, err_msg=name)
 
 
-def test_mirrored_strategy_matches_one_replica(single_run, train_data, tmp_path):
-    model_dir = str(tmp_path / "mirrored")
-    output = helpers.run(
-        helpers.flags(train_data, model_dir, strategy="mirrored"), logical_cpus=2
-    )
+def test_mirrored_strategy_matches_one_replica(single_run, mirrored_run):
+    model_dir, output = mirrored_run
     assert "on 2 replica(s)" in output
     assert_same_training(model_dir, single_run[0])
 

@@ -114,11 +114,13 @@ def test_the_serving_record_holds_the_decoding_flags_of_the_run(single_run, data
 
 def test_tensorboard_has_losses_scores_samples_and_a_heatmap_per_head(single_run):
     model_dir, _, _ = single_run
-    train = helpers.event_values(os.path.join(model_dir, "train"))
-    assert {"loss", "nll_loss", "perplexity", "token_accuracy", "learning_rate",
-            "tokens_per_second", "gradient_norm"} <= set(train)
-    evaluation = helpers.event_values(os.path.join(model_dir, "eval"))
-    assert {"bleu", "bleu_lowercase", "chrf", "loss"} <= set(evaluation)
+    train = helpers.tensorboard_values(model_dir, "train")
+    assert {"loss/loss", "loss/nll_loss", "metrics/perplexity", "metrics/token_accuracy",
+            "optimization/learning_rate", "throughput/tokens_per_second",
+            "optimization/gradient_norm"} <= set(train)
+    evaluation = helpers.tensorboard_values(model_dir, "eval")
+    assert {"metrics/bleu", "metrics/bleu_lowercase", "metrics/chrf",
+            "loss/loss"} <= set(evaluation)
     # At each evaluation: a table of the sample sentences, and their
     # alignments with the pieces on the axes.
     assert [step for step, _ in evaluation["sample_translations"]] == EVAL_STEPS
@@ -132,8 +134,8 @@ def test_tensorboard_has_losses_scores_samples_and_a_heatmap_per_head(single_run
     width, height = (int(value) for value in image[:2])
     assert step == EVAL_STEPS[-1] and width >= 300 and height >= 300
     # HParams: the flags, and the scores to compare runs by.
-    root = helpers.event_values(model_dir)
-    assert {"_hparams_/session_start_info", "_hparams_/experiment"} <= set(root)
+    hparams = helpers.tensorboard_values(model_dir)
+    assert {"_hparams_/session_start_info", "_hparams_/experiment"} <= set(hparams)
 
 
 def test_served_translations_score_the_logged_bleu(single_run, data):

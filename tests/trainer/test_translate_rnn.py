@@ -48,8 +48,8 @@ def test_the_run_records_the_model_class_scores_and_alignments(rnn_run):
         config = json.load(file)
     assert config["class_name"] == "RNNSeq2Seq"
     assert config["config"]["attention"] == "bahdanau"
-    evaluation = helpers.event_values(os.path.join(model_dir, "eval"))
-    assert {"bleu", "chrf", "loss"} <= set(evaluation)
+    evaluation = helpers.tensorboard_values(model_dir, "eval")
+    assert {"metrics/bleu", "metrics/chrf", "loss/loss"} <= set(evaluation)
     assert sorted(tag for tag in evaluation if tag.startswith("alignment/")) == [
         "alignment/sentence_0", "alignment/sentence_1"]
 

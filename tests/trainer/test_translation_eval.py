@@ -279,7 +279,7 @@ def test_logs_each_sample_with_its_own_reference_and_translation(
     run = Run(tmp_path, processor, tokenizer, eval_file, sample_sentences)
     run.evaluate(7, 1)
     run.writers.close()
-    evaluation = helpers.event_values(str(tmp_path / "eval"))
+    evaluation = helpers.tensorboard_values(str(tmp_path), "eval")
     [(step, table)] = evaluation["sample_translations"]
     assert step == 7
     header, *rows = rendered_table(table.item().decode("utf-8"))
@@ -297,5 +297,5 @@ def test_no_samples_are_logged_for_sample_sentences_0(processor, tokenizer, eval
     run = Run(tmp_path, processor, tokenizer, eval_file, sample_sentences=0)
     assert run.evaluate(7, 1)["bleu"] > 0
     run.writers.close()
-    assert not helpers.event_values(str(tmp_path / "eval"))
-    assert not helpers.event_values(str(tmp_path / "train"))
+    assert not helpers.tensorboard_values(str(tmp_path), "eval")
+    assert not helpers.tensorboard_values(str(tmp_path), "train")
