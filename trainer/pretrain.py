@@ -60,7 +60,7 @@ from tfnlp.text import load_vocabulary
 from trainer import optimization, runtime, summaries
 from trainer.bert_models import build_model
 from trainer.export import export_trained_model
-from trainer.pretrain_flags import bert_config, check_paths, parse_flags
+from trainer.pretrain_flags import bert_config, check_paths, masking_ids, parse_flags
 from trainer.run_flags import match_data_files
 from trainer.tasks import BertPretrainingTask
 from trainer.training_loop import evaluate
@@ -78,6 +78,7 @@ def dataset_function(flags, global_batch_size, training, seed=None):
     """The `distribute_datasets_from_function` input function of the
     training (`--train_data`) or evaluation data (`--eval_data`)."""
     files = data_files(flags, training)
+    masking = masking_ids(flags)
 
     def dataset_fn(input_context):
         batch_size = input_context.get_per_replica_batch_size(global_batch_size)
@@ -94,6 +95,7 @@ def dataset_function(flags, global_batch_size, training, seed=None):
             seed=flags.seed if seed is None else seed,
             repeat=True,
             drop_remainder=True,
+            **masking,
         )
         if pipelines > 1 and not shard_files:
             dataset = dataset.shard(pipelines, pipeline)
@@ -121,6 +123,7 @@ def fixed_example(flags):
         max_seq_length=flags.max_seq_length,
         max_predictions_per_seq=flags.max_predictions_per_seq,
         shuffle=False,
+        **masking_ids(flags),
     )
     shortest, shortest_length = None, None
     for record in dataset.take(FIXED_EXAMPLE_CANDIDATES):

@@ -192,10 +192,8 @@ def set_flags_from_inputs(flags):
         flags.vocab_size = value_from_inputs(
             "--vocab_size", flags.vocab_size, tokens,
             f"--vocab_file={flags.vocab_file} has {tokens} tokens")
-    stats_path = os.path.join(os.path.dirname(train_files[0]), STATS_FILE)
-    stats = read_json(stats_path, {})
-    recorded = stats.get("parameters", {}).get("do_lower_case") if isinstance(
-        stats, dict) else None
+    stats_path, parameters = data_parameters(train_files)
+    recorded = parameters.get("do_lower_case")
     flags.do_lower_case = value_from_inputs(
         "--do_lower_case", flags.do_lower_case, recorded,
         f"the data's {stats_path} records do_lower_case={flag_text(recorded)}")
@@ -212,12 +210,65 @@ def set_flags_from_inputs(flags):
             f"max_position_embeddings={config.max_position_embeddings}; give a --config "
             "with more positions, or write the data with a shorter --max_seq_length."
         )
+    if first is not None and first[1].stored_unmasked:
+        masking_ids(flags, first[0])
     if first is not None and first[1].largest_token_id >= config.vocab_size:
         raise UsageError(
             f"{first[0]} (--train_data) holds the token id {first[1].largest_token_id}, "
             f"but the model has {config.vocab_size} ids ({vocabulary_source(flags)}); give "
             "the --vocab_file the data was written with."
         )
+
+
+# The tokens that masking while reading (data written with --dynamic_masking)
+# needs the ids of.
+MASKING_TOKENS = {"cls_id": "[CLS]", "sep_id": "[SEP]", "mask_id": "[MASK]"}
+
+
+def masking_ids(flags, path=None):
+    """The ids that masking while reading takes from `--vocab_file`, and
+    the share of tokens to predict that the data's stats.json records (the
+    keyword arguments of `tfnlp.data.pretraining_dataset`); `{}` without
+    a vocabulary.
+
+    Args:
+        flags: the parsed flags.
+        path: a record stored unmasked, for the message: then a vocabulary
+            that gives the ids is required.
+
+    Raises:
+        UsageError: `path` is given and `--vocab_file` is not, or lacks a
+            token.
+    """
+    where = (f"the records of --train_data={flags.train_data} ({path}) are stored unmasked "
+             f"(written with --dynamic_masking) and are masked while read")
+    if not flags.vocab_file:
+        if path is None:
+            return {}
+        raise UsageError(f"{where}, which takes the ids of {', '.join(MASKING_TOKENS.values())} "
+                         "from the vocabulary; give --vocab_file, the one the data was "
+                         "written with.")
+    ids = {token: index for index, token in enumerate(load_vocabulary(flags.vocab_file))}
+    missing = [token for token in MASKING_TOKENS.values() if token not in ids]
+    if missing and path is not None:
+        raise UsageError(f"{where}, but --vocab_file={flags.vocab_file} has no "
+                         f"{', '.join(missing)}; give the vocabulary the data was written with.")
+    _, parameters = data_parameters(match_data_files("--train_data", flags.train_data,
+                                                     DATA_WRITER))
+    share = parameters.get("masked_lm_prob")
+    return {"vocab_size": flags.vocab_size,
+            **({"masked_lm_prob": share} if isinstance(share, float) else {}),
+            **{name: ids[token] for name, token in MASKING_TOKENS.items() if token in ids}}
+
+
+def data_parameters(train_files):
+    """`(path, parameters)`: the stats.json of the data job beside the first
+    training shard, and the job's parameters it records (`{}` without
+    it)."""
+    path = os.path.join(os.path.dirname(train_files[0]), STATS_FILE)
+    stats = read_json(path, {})
+    parameters = stats.get("parameters") if isinstance(stats, dict) else None
+    return path, parameters if isinstance(parameters, dict) else {}
 
 
 def data_sizes(flag, patterns, files):

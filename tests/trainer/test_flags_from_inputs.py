@@ -249,3 +249,45 @@ def test_translation_takes_max_length_from_the_datas_stats(tmp_path):
     # A shorter one skips the longer pairs.
     assert checked_translation_flags(recorded, "--max_length=64").max_length == 64
     assert checked_translation_flags(unrecorded).max_length == 128
+
+
+@pytest.fixture(scope="module")
+def unmasked_data(tmp_path_factory):
+    """Records stored unmasked, as `--dynamic_masking` writes them."""
+    folder = tmp_path_factory.mktemp("unmasked")
+    (folder / STATS_FILE).write_text(json.dumps({"parameters": {"masked_lm_prob": 0.2}}))
+    path = folder / "pretraining-00000-of-00001.tfrecord"
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for index in range(8):
+            input_ids = [2] + [5 + (index * 7 + position) % 90 for position in range(20)] + [3]
+            writer.write(pretraining_schema.serialize_instance(
+                input_ids, [0] * len(input_ids), [], [], False, helpers.MAX_SEQ_LENGTH,
+                helpers.MAX_PREDICTIONS))
+    return str(path)
+
+
+def test_pretrain_masks_records_stored_unmasked_with_the_vocabularys_ids(
+        pretraining_data, unmasked_data, tmp_path):
+    from trainer import pretrain
+
+    flags = checked_pretraining_flags(pretraining_flags(
+        {**pretraining_data, "train_data": unmasked_data}, tmp_path / "run"))
+    dataset = pretrain.dataset_function(flags, 8, training=True)(tf.distribute.InputContext())
+    batch = next(iter(dataset))
+    weights = batch["masked_lm_weights"].numpy()
+    # The share of the job's stats.json: 20% of 20 words, 4 predictions.
+    assert weights.sum(axis=1).tolist() == [4.0] * 8
+    assert (batch["masked_lm_ids"].numpy()[weights > 0] >= 5).all()
+
+
+def test_pretrain_refuses_records_stored_unmasked_without_a_vocabulary(
+        pretraining_data, unmasked_data, tmp_path):
+    arguments = [argument for argument in pretraining_flags(
+        {**pretraining_data, "train_data": unmasked_data}, tmp_path / "run")
+        if not argument.startswith("--vocab_file")]
+    with pytest.raises(UsageError, match=(
+            r"are stored unmasked \(written with --dynamic_masking\) and are masked while "
+            r"read, which takes the ids of \[CLS\], \[SEP\], \[MASK\] from the vocabulary; "
+            "give --vocab_file")):
+        checked_pretraining_flags(arguments + ["--vocab_size=100"])
+    assert_nothing_written(tmp_path / "run")

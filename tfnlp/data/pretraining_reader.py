@@ -51,9 +51,7 @@ def _check_first_record(path, record, max_seq_length, max_predictions_per_seq):
             f"{max_predictions_per_seq} were asked for; pass the values the "
             "data was written with (its stats.json records them)."
         )
-    weights = tf.train.Example.FromString(record).features.feature[
-        pretraining_schema.MASKED_LM_WEIGHTS].float_list.value
-    return not any(weights)
+    return sizes.stored_unmasked
 
 
 class _StatelessMaskValuesChooser(tf_text.MaskValuesChooser):

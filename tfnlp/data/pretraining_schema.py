@@ -285,11 +285,15 @@ class RecordSizes(typing.NamedTuple):
         max_predictions_per_seq: the length of its `masked_lm_positions`.
         largest_token_id: the largest id of its `input_ids` and
             `masked_lm_ids`: the vocabulary has more ids than that.
+        stored_unmasked: no prediction is set (`masked_lm_weights` all
+            0): the data was written with `--dynamic_masking`, to be
+            masked while it is read.
     """
 
     max_seq_length: int
     max_predictions_per_seq: int
     largest_token_id: int
+    stored_unmasked: bool
 
 
 def record_sizes(record):
@@ -300,8 +304,11 @@ def record_sizes(record):
 
     Example:
 
-    >>> record_sizes(serialize_instance([2, 7, 4, 3], [0, 0, 0, 0], [2], [9], False, 8, 2))
-    RecordSizes(max_seq_length=8, max_predictions_per_seq=2, largest_token_id=9)
+    >>> sizes = record_sizes(serialize_instance([2, 7, 4, 3], [0, 0, 0, 0], [2], [9], False, 8, 2))
+    >>> sizes.max_seq_length, sizes.max_predictions_per_seq, sizes.largest_token_id
+    (8, 2, 9)
+    >>> sizes.stored_unmasked
+    False
     """
     features = example_proto.Example.FromString(record).features.feature
     missing = [name for name in FEATURE_NAMES if name not in features]
@@ -310,7 +317,8 @@ def record_sizes(record):
     input_ids = features[INPUT_IDS].int64_list.value
     masked_lm_ids = features[MASKED_LM_IDS].int64_list.value
     return RecordSizes(len(input_ids), len(features[MASKED_LM_POSITIONS].int64_list.value),
-                       max([0, *input_ids, *masked_lm_ids]))
+                       max([0, *input_ids, *masked_lm_ids]),
+                       not any(features[MASKED_LM_WEIGHTS].float_list.value))
 
 
 def parse_examples(serialized, max_seq_length, max_predictions_per_seq):
