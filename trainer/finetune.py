@@ -125,10 +125,10 @@ DEFAULT_WARMUP_FRACTION = 0.1
 
 
 def _config_overrides(flags, from_scratch):
-    names = ["hidden_dropout", "attention_dropout"]
     """The config fields the flags change: the dropouts and, from scratch,
     the sizes (a checkpoint's are its own: `finetune_flags` checked that
     the flags repeat them)."""
+    names = ["hidden_dropout", "attention_dropout"]
     if from_scratch:
         names += ["vocab_size", "num_layers"]
     return {name: getattr(flags, name) for name in names if getattr(flags, name) is not None}
