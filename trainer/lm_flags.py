@@ -67,7 +67,8 @@ def language_model_parser():
     add_loop_output_flags(outputs)
     outputs.add_argument("--sample_prompts", nargs="*", default=list(DEFAULT_SAMPLE_PROMPTS),
                          help="Prompts whose sampled continuations are logged (Text tab) "
-                              "at each evaluation; none: no samples.")
+                              "at each evaluation; none: no samples (default: a line "
+                              "break, 'The ' and 'ROMEO:').")
     outputs.add_argument("--sample_tokens", type=int, default=200,
                          help="New tokens sampled for each prompt.")
     outputs.add_argument("--sample_temperature", type=float, default=0.8,

@@ -262,7 +262,7 @@ class AttentionProbe:
     >>> probe = AttentionProbe(encoder, {"input_ids": [2, 5, 3, 0], "segment_ids": [0] * 4,
     ...                                  "input_mask": [1, 1, 1, 0]}, list("abcdefghij"))
     >>> [(name, image.shape[-1]) for name, image in probe.images().items()]
-    [('attention/layer_0', 3)]
+    [('pictures/attention_layer_0', 3)]
     """
 
     def __init__(self, encoder, example, vocabulary=None, max_tokens=MAX_PICTURE_TOKENS):
@@ -301,12 +301,12 @@ class AttentionProbe:
         return weights
 
     def images(self):
-        """`{"attention/layer_i": uint8 RGB image}` for every layer."""
+        """`{"pictures/attention_layer_i": uint8 RGB image}` for every layer."""
         layers = self._attention()
         shown = self.shown
         cropped = f" (its first {shown} of {self.length} tokens)" if shown < self.length else ""
         return {
-            f"attention/layer_{index}": attention_heads_image(
+            f"pictures/attention_layer_{index}": attention_heads_image(
                 weights.numpy()[:, :shown, :shown], self.tokens,
                 title=f"Layer {index} of {len(layers)}: attention of each head{cropped}")
             for index, weights in enumerate(layers)

@@ -85,7 +85,7 @@ class TranslationEvaluator:
         chief: whether this process writes.
         alignment_heads: `"mean"`: one heatmap a sentence, the model's
             `alignments`; `"each"`: one a head of the Transformer's last
-            cross-attention (`alignment/sentence_i/head_h`).
+            cross-attention (`pictures/alignment_sentence_i/head_h`).
     """
 
     def __init__(self, translator, tokenizer, eval_files, model_dir, sample_sentences=3,
@@ -133,7 +133,7 @@ class TranslationEvaluator:
 
     def _log_samples(self, step, writers):
         """Writes the sample table (`sample_translations`) and the
-        alignments (`alignment/sentence_i[/head_h]`) to the eval writer."""
+        alignments (`pictures/alignment_sentence_i[/head_h]`) to the eval writer."""
         source_ids = self.samples[INPUTS]
         ids, _ = self.translator(source_ids)
         sources = detokenize(self.tokenizer, source_ids)
@@ -156,7 +156,7 @@ class TranslationEvaluator:
             source_pieces = self._pieces(source_ids[index, :source_length])
             target_pieces = self._pieces(ids[index, :target_length])
             for head, weights in enumerate(heads[index]):
-                name, title = f"alignment/sentence_{index}", f"Sentence {index}"
+                name, title = f"pictures/alignment_sentence_{index}", f"Sentence {index}"
                 if self.alignment_heads == "each":
                     name, title = f"{name}/head_{head}", f"{title}, head {head}"
                 images[name] = alignment_image(

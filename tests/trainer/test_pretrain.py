@@ -84,7 +84,7 @@ def test_tensorboard_scalars_hparams_and_images(single_run):
     assert {"_hparams_/session_start_info", "_hparams_/experiment"} <= set(hparams)
     # One picture per layer (2 heads side by side, labelled tokens): large
     # enough to read, about twice as wide as high.
-    (step, image), = train["attention/layer_0"]
+    (step, image), = train["pictures/attention_layer_0"]
     width, height = (int(value) for value in image[:2])
     assert step == 5 and height >= 400 and width > 1.5 * height
     (step, table), = train["masked_lm_predictions"]
@@ -132,13 +132,14 @@ def test_tensorboard_on_the_run_shows_scalars_pictures_text_hparams_and_the_prof
         assert set(EVAL_TAGS.values()) <= scalars["tensorboard/eval"]
         # The groups of the Scalars tab, and of the Time Series tab that
         # TensorBoard opens on, start with the losses (the first groups are
-        # the open ones).
+        # the open ones); the pictures come after the figures.
         assert server.tag_groups("scalars") == [
             "loss", "metrics", "optimization", "throughput"]
-        assert server.tag_groups("scalars", "images")[:2] == ["attention", "loss"]
-        assert server.tags("images") == {"tensorboard/train": {"attention/layer_0"}}
+        assert server.tag_groups("scalars", "images") == [
+            "loss", "metrics", "optimization", "pictures", "throughput"]
+        assert server.tags("images") == {"tensorboard/train": {"pictures/attention_layer_0"}}
         [picture] = server.get(
-            "/data/plugin/images/images?run=tensorboard/train&tag=attention/layer_0")
+            "/data/plugin/images/images?run=tensorboard/train&tag=pictures/attention_layer_0")
         png = server.get(f"/data/plugin/images/individualImage?{picture['query']}")
         width, height = png_size(png)
         assert picture["step"] == 5 and height >= 400 and width > 1.5 * height

@@ -126,11 +126,11 @@ def test_tensorboard_has_losses_scores_samples_and_a_heatmap_per_head(single_run
     assert [step for step, _ in evaluation["sample_translations"]] == EVAL_STEPS
     header, *rows = rendered_table(evaluation["sample_translations"][-1][1].item().decode())
     assert header == ["#", "source", "reference", "translation"] and len(rows) == 2
-    heatmaps = [tag for tag in evaluation if tag.startswith("alignment/")]
-    assert sorted(heatmaps) == [f"alignment/sentence_{sentence}/head_{head}"
+    heatmaps = [tag for tag in evaluation if tag.startswith("pictures/alignment_")]
+    assert sorted(heatmaps) == [f"pictures/alignment_sentence_{sentence}/head_{head}"
                                 for sentence in (0, 1)
                                 for head in range(DICTIONARY_SIZES["num_heads"])]
-    [(step, image)] = evaluation["alignment/sentence_0/head_0"][-1:]
+    [(step, image)] = evaluation["pictures/alignment_sentence_0/head_0"][-1:]
     width, height = (int(value) for value in image[:2])
     assert step == EVAL_STEPS[-1] and width >= 300 and height >= 300
     # HParams: the flags, and the scores to compare runs by.

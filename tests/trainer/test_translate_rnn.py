@@ -50,8 +50,8 @@ def test_the_run_records_the_model_class_scores_and_alignments(rnn_run):
     assert config["config"]["attention"] == "bahdanau"
     evaluation = helpers.tensorboard_values(model_dir, "eval")
     assert {"metrics/bleu", "metrics/chrf", "loss/loss"} <= set(evaluation)
-    assert sorted(tag for tag in evaluation if tag.startswith("alignment/")) == [
-        "alignment/sentence_0", "alignment/sentence_1"]
+    assert sorted(tag for tag in evaluation if tag.startswith("pictures/alignment_")) == [
+        "pictures/alignment_sentence_0", "pictures/alignment_sentence_1"]
 
 
 def test_the_export_scores_the_logged_bleu_with_stock_ops(rnn_run, data):

@@ -289,8 +289,8 @@ def test_logs_each_sample_with_its_own_reference_and_translation(
     for index, (number, source, reference, output) in enumerate(rows):
         assert number == str(index)
         assert (reference, output) == (REFERENCE_OF[source], script[source])
-    alignments = sorted(tag for tag in evaluation if tag.startswith("alignment/"))
-    assert alignments == [f"alignment/sentence_{index}" for index in range(len(rows))]
+    alignments = sorted(tag for tag in evaluation if tag.startswith("pictures/alignment_"))
+    assert alignments == [f"pictures/alignment_sentence_{index}" for index in range(len(rows))]
 
 
 def test_no_samples_are_logged_for_sample_sentences_0(processor, tokenizer, eval_file, tmp_path):
