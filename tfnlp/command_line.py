@@ -88,9 +88,8 @@ def boolean(value):
 
 def add_boolean_flag(parser, name, default, help_text):
     """Adds `--name[=BOOL]` and `--noname` to `parser` (or an argument group)."""
-    parser.add_argument(
-        f"--{name}", type=boolean, nargs="?", const=True, default=default, help=help_text
-    )
+    parser.add_argument(f"--{name}", type=boolean, nargs="?", const=True, default=default,
+                        metavar="true|false", help=help_text)
     parser.add_argument(f"--no{name}", dest=name, action="store_false", help=argparse.SUPPRESS)
 
 

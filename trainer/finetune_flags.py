@@ -76,16 +76,18 @@ def finetuning_parser():
                        help="Without --init_checkpoint: a BertConfig preset (tiny, mini, "
                             "small, base, large) or a BertConfig JSON file.")
     model.add_argument("--vocab_size", type=int, default=None,
-                       help="The encoder's vocabulary size: the tokens of --vocab_file "
-                            "from scratch (the --config's vocab_size is a default), the "
-                            "checkpoint's with --init_checkpoint; another is refused.")
+                       help="The encoder's vocabulary size (default: the tokens of "
+                            "--vocab_file from scratch, replacing the --config's; the "
+                            "checkpoint's with --init_checkpoint); another is refused.")
     model.add_argument("--num_layers", type=int, default=None,
-                       help="Overrides the --config's num_layers from scratch; with "
-                            "--init_checkpoint it must be the checkpoint's.")
+                       help="The number of Transformer layers (default: the --config's "
+                            "from scratch; the checkpoint's with --init_checkpoint, where "
+                            "another is refused).")
     model.add_argument("--hidden_dropout", type=float, default=None,
-                       help="Overrides the encoder config's hidden_dropout.")
+                       help="The dropout rate of the hidden layers (default: the config's).")
     model.add_argument("--attention_dropout", type=float, default=None,
-                       help="Overrides the encoder config's attention_dropout.")
+                       help="The dropout rate of the attention probabilities (default: the "
+                            "config's).")
     model.add_argument("--pooling", choices=("auto", "pooled_output", "mean"), default="auto",
                        help="The classifier's sentence vector: BERT's pooled [CLS] output, or "
                             "the mean of the tokens' states; auto: mean for a "

@@ -80,11 +80,12 @@ def pretraining_parser():
                             "--vocab_file, else the config's); with --vocab_file it must "
                             "be the file's.")
     model.add_argument("--num_layers", type=int, default=None,
-                       help="Overrides the config's num_layers.")
+                       help="The number of Transformer layers (default: the config's).")
     model.add_argument("--hidden_dropout", type=float, default=None,
-                       help="Overrides the config's hidden_dropout.")
+                       help="The dropout rate of the hidden layers (default: the config's).")
     model.add_argument("--attention_dropout", type=float, default=None,
-                       help="Overrides the config's attention_dropout.")
+                       help="The dropout rate of the attention probabilities (default: the "
+                            "config's).")
 
     training = parser.add_argument_group("training")
     training.add_argument("--global_batch_size", type=int, required=True,
