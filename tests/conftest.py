@@ -77,8 +77,9 @@ def shared_data_dir():
 # collection order (--no-loadscope-reorder): the modules that train, export
 # or run Beam jobs, a minute each at most, go first, so that the run ends on
 # small modules and neither worker waits long for the other.
-LONG_MODULES_FIRST = ("tests/trainer/", "tests/export/", "tests/test_demo", "tests/test_readme",
-                      "tests/models/", "tests/pipelines/", "tests/text/", "tests/serve/")
+LONG_MODULES_FIRST = ("tests/test_tour", "tests/trainer/", "tests/export/", "tests/test_demo",
+                      "tests/test_readme", "tests/models/", "tests/pipelines/", "tests/text/",
+                      "tests/serve/")
 
 
 def pytest_collection_modifyitems(items):

@@ -1,6 +1,7 @@
 """The README's five-minute tour runs as written, top to bottom, in a fresh
 folder: its shell block is run by bash with one change, fewer training
-steps through the `--train_steps` flag the tour itself shows."""
+steps through the `--train_steps` and `--warmup_steps` flags the tour
+itself shows."""
 
 import json
 import os
@@ -15,8 +16,9 @@ from tests.conftest import REPOSITORY
 from tests.test_readme import code_blocks
 
 TOUR_HEADING = "## A five-minute tour"
-TOUR_TRAIN_STEPS = 600
-TEST_TRAIN_STEPS = 60  # the tour's --warmup_steps
+# The tour's training steps and warmup, and the test's.
+TOUR_STEPS = {"--train_steps": 600, "--warmup_steps": 60}
+TEST_STEPS = {"--train_steps": 10, "--warmup_steps": 5}
 # The ports the tour's TensorBoard and server listen on.
 TOUR_PORTS = (6006, 8501)
 
@@ -40,10 +42,11 @@ def port_is_free(port):
 
 
 def shorter(block):
-    """The tour with `--train_steps` at TEST_TRAIN_STEPS."""
-    flag = f"--train_steps={TOUR_TRAIN_STEPS}"
-    assert block.count(flag) == 1, f"the tour no longer trains with {flag}"
-    return block.replace(flag, f"--train_steps={TEST_TRAIN_STEPS}")
+    """The tour with the steps of TEST_STEPS."""
+    for flag, steps in TOUR_STEPS.items():
+        assert block.count(f"{flag}={steps}") == 1, f"the tour no longer trains with {flag}={steps}"
+        block = block.replace(f"{flag}={steps}", f"{flag}={TEST_STEPS[flag]}")
+    return block
 
 
 @pytest.fixture(scope="module")
