@@ -46,14 +46,12 @@ bench: $(VENV)/.installed
 # A separate environment with PyTorch and Hugging Face transformers, for
 # `python -m benchmarks.lm_transformers_equality` alone: it runs
 # GPT2LMHeadModel there as a subprocess, so neither the project nor its tests
-# need torch. TORCH_WHEEL is the torch to install: by default the CPU-only
-# wheel when it is on this machine's disk, otherwise PyPI's `torch`, whose
-# Linux wheel pulls in several GB of CUDA libraries (give a CPU wheel's path
-# or URL to avoid them). The wheel is for Python 3.11, hence TORCH_ENV_PYTHON.
+# need torch. TORCH_WHEEL is the torch to install: PyPI's `torch` by default,
+# whose Linux wheel pulls in several GB of CUDA libraries (give a CPU-only
+# wheel's path or URL to avoid them, for the Python of TORCH_ENV_PYTHON).
 TORCH_VENV := .venv-torch
 TORCH_ENV_PYTHON ?= python3.11
-LOCAL_TORCH_WHEEL := /opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl
-TORCH_WHEEL ?= $(if $(wildcard $(LOCAL_TORCH_WHEEL)),$(LOCAL_TORCH_WHEEL),torch)
+TORCH_WHEEL ?= torch
 
 torch-env: $(TORCH_VENV)/.installed
 
