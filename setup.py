@@ -17,7 +17,6 @@ INSTALL_REQUIRES = [
     "tensorflow~=2.21.0",
     "tensorflow-text~=2.21.0",
     "keras>=3.10,<4",
-    "keras-hub>=0.32,<1",
     "apache-beam>=2.77,<3",
     # Beam's TFRecord writer needs a CRC32C implementation.
     "google-crc32c>=1.5,<2",
@@ -45,10 +44,19 @@ INSTALL_REQUIRES = [
 # serving do not need.
 PROFILE_REQUIRES = ["tensorboard-plugin-profile>=2.21,<3"]
 
+# What the benchmarks compare against (no module of tfnlp, trainer or
+# pipelines imports them): keras-hub's layers, models and vocabulary
+# learner, and Hugging Face's tokenizer. `pip install tfnlp[bench]`.
+BENCH_REQUIRES = [
+    "keras-hub>=0.32,<1",
+    "tokenizers>=0.23,<1",
+]
+
 TEST_REQUIRES = [
     "pytest>=9,<10",
-    # Reference tokenizer for the parity tests and benchmarks.
-    "tokenizers>=0.23,<1",
+    # The references of the parity tests: keras-hub's layers and models,
+    # Hugging Face's tokenizer (and the benchmarks' tests run them).
+    *BENCH_REQUIRES,
     # The layers are written with keras.ops; tests run them on JAX too.
     "jax>=0.4.30",
     # erf for the plain-numpy BERT reference in tests/models.
@@ -82,6 +90,6 @@ setuptools.setup(
     ),
     install_requires=INSTALL_REQUIRES,
     entry_points={"console_scripts": ["tfnlp = tfnlp.cli:main"]},
-    extras_require={"test": TEST_REQUIRES, "mutation": MUTATION_REQUIRES,
-                    "profile": PROFILE_REQUIRES},
+    extras_require={"test": TEST_REQUIRES, "bench": BENCH_REQUIRES,
+                    "mutation": MUTATION_REQUIRES, "profile": PROFILE_REQUIRES},
 )
