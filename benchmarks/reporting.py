@@ -37,7 +37,7 @@ def figure(name, value, unit, reference=None, reference_value=None, goal=None,
         unit: its unit, e.g. "instances/s", "ms", "MB", "BLEU".
         reference: what it was compared with in the same run, e.g.
             "tf-models-official 2.20 create_pretraining_data"; None for a
-            figure without a reference (a fuzzing run's failures).
+            figure without a reference.
         reference_value: the reference's measurement, in the same unit.
         goal: the ratio `value / reference_value` the project aims at, if
             any (at least `goal` when higher is better, at most otherwise).

@@ -159,14 +159,6 @@ BENCHMARKS = {benchmark.name: benchmark for benchmark in (
               "top-p generation against keras-hub's GPT2CausalLM.generate on the same "
               "weights, cached against uncached, the export against the Keras model",
               quick_flags=("--quick",), minutes=6, needs_data=False),
-    Benchmark("fuzz_tokenizers", "tokenizers against the original on random text",
-              hour_flags=("--max_examples=2000", "--hostile_max_examples=200"),
-              quick_flags=("--max_examples=200", "--hostile_max_examples=20"), minutes=1,
-              needs_data=False),
-    Benchmark("fuzz_rest_api", "the REST server on random requests",
-              hour_flags=("--max_examples=15000", "--http_max_examples=1500"),
-              quick_flags=("--max_examples=200", "--http_max_examples=20"), minutes=2,
-              needs_data=False),
 )}
 
 
@@ -314,7 +306,7 @@ def results_section(outcome, when, machine, commit):
              f"`{module_command}`; {outcome.seconds:,.0f} s here).", ""]
     figures = (outcome.report or {}).get(FIGURES_KEY)
     if figures is not None:
-        # A fuzzing run that found a failure still reports what it checked.
+        # A run that failed after writing its report still shows its figures.
         lines.append(figures_table(figures))
     if outcome.status == "skipped":
         lines.append(f"Skipped: {outcome.detail}.")

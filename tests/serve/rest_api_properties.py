@@ -1,6 +1,5 @@
 """Property-based checks that no request can make the REST server fail with
-anything but a client error, shared by tests/serve/test_rest_api_fuzzing.py
-(a bounded run) and benchmarks/fuzz_rest_api.py (a long one).
+anything but a client error, run by tests/serve/test_rest_api_fuzzing.py.
 
 - "request objects": arbitrary JSON objects, most of them shaped like
   predict requests (a known or arbitrary "signature_name", "instances" or
@@ -190,8 +189,8 @@ PROPERTIES = {
 }
 
 
-def run_property(name, max_examples, derandomize, seed=None, on_example=None):
+def run_property(name, max_examples, derandomize):
     """Runs the property `name` (a key of PROPERTIES) on `max_examples`
     drawn examples; see `tests.property_runs.run_property` for the rest."""
     check, arguments = PROPERTIES[name]
-    property_runs.run_property(check, arguments, max_examples, derandomize, seed, on_example)
+    property_runs.run_property(check, arguments, max_examples, derandomize)

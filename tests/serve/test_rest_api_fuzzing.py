@@ -1,10 +1,9 @@
-"""A bounded fuzzing run, in the suite: arbitrary request objects, bodies
-and HTTP requests get a client error (4xx) or an answer, never a server
-error (the properties are in tests/serve/rest_api_properties.py).
+"""Property tests: arbitrary request objects, bodies and HTTP requests get
+a client error (4xx) or an answer, never a server error (the properties are
+in tests/serve/rest_api_properties.py).
 
 The examples are derandomized, so every run checks the same ones in a few
-seconds; `python -m benchmarks.fuzz_rest_api` draws many more, fresh each
-run.
+seconds.
 """
 
 import pytest

@@ -1,11 +1,9 @@
-"""A bounded fuzzing run, in the suite: `BertTokenizer`, `PlainBertTokenizer`
-and the reference give the same ids on arbitrary Unicode text, arbitrary
-bytes and hostile vocabularies (the properties are in
-tests/text/tokenizer_properties.py).
+"""Property tests: `BertTokenizer`, `PlainBertTokenizer` and the reference
+give the same ids on arbitrary Unicode text, arbitrary bytes and hostile
+vocabularies (the properties are in tests/text/tokenizer_properties.py).
 
 The examples are derandomized, so every run checks the same ones in a few
-seconds; `python -m benchmarks.fuzz_tokenizers` draws many more, fresh
-each run.
+seconds.
 """
 
 import pytest

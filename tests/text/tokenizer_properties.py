@@ -1,6 +1,5 @@
 """Property-based checks that tfnlp's two BERT tokenizers give the ids of
-the original on any input, shared by tests/text/test_tokenizer_fuzzing.py
-(a bounded run) and benchmarks/fuzz_tokenizers.py (a long one).
+the original on any input, run by tests/text/test_tokenizer_fuzzing.py.
 
 Each property draws inputs with Hypothesis and asserts that the in-graph
 `BertTokenizer`, the plain-Python `PlainBertTokenizer` and the reference
@@ -197,22 +196,17 @@ PROPERTIES = {
 }
 
 
-def run_property(name, max_examples, derandomize, seed=None, compiled=False,
-                 on_example=None):
+def run_property(name, max_examples, derandomize, compiled=False):
     """Runs the property `name` on `max_examples` drawn examples.
 
     Args:
         name: a key of PROPERTIES.
         max_examples: how many examples Hypothesis draws (at most).
         derandomize: draw the same examples on every run.
-        seed: the Hypothesis seed (None: a random one, or the derandomized
-            one).
         compiled: call `BertTokenizer.tokenize` through a `tf.function`:
             seconds to trace for each vocabulary, then about ten times
             faster a call than eagerly, so only worth it for many examples
             over one vocabulary.
-        on_example: called with no arguments before each example is
-            checked (shrinking included), to count them.
 
     Raises:
         AssertionError: the tokenizers disagree; Hypothesis has shrunk the
@@ -220,4 +214,4 @@ def run_property(name, max_examples, derandomize, seed=None, compiled=False,
     """
     check, arguments = PROPERTIES[name]
     property_runs.run_property(lambda *example: check(*example, compiled), arguments,
-                               max_examples, derandomize, seed, on_example)
+                               max_examples, derandomize)
