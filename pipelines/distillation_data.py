@@ -21,7 +21,7 @@ stats in `distillation_data_stats`):
    `saved_model.pb` (`teacher_inference.describe_teacher_export`: a
    `serving_default` taking strings and giving `logits`); its labels are
    `--labels` or those its export records; the labelled file is read as
-   `trainer.finetune` reads it (`trainer.finetune_data.read_classification`,
+   `trainer.finetune` reads it (`tfnlp.data.labelled_files.read_classification`,
    rows with an unknown label skipped); the texts of `--exclude_file` are
    read; the labelled texts are normalized (spacing collapsed), those
    equal to an excluded text dropped, repeats dropped
@@ -165,7 +165,7 @@ def read_excluded_texts(patterns, text_column):
 
     Args:
         patterns: comma-separated globs; a CSV, TSV or JSONL file gives the
-            texts of its `text_column` (as `trainer.finetune_data` reads
+            texts of its `text_column` (as `tfnlp.data.labelled_files` reads
             such files), any other file one text a line (.gz and .bz2
             decompressed).
         text_column: the column of the texts.
@@ -178,7 +178,7 @@ def read_excluded_texts(patterns, text_column):
         FileNotFoundError: a glob matches no file.
         UsageError: a CSV/TSV/JSONL file has no `text_column`.
     """
-    from trainer.finetune_data import ReadReport, TextColumns, read_records
+    from tfnlp.data.labelled_files import ReadReport, TextColumns, read_records
 
     files = text_input.match_input_files(patterns, flag="--exclude_file")
     texts, rows = set(), 0
@@ -233,7 +233,7 @@ def teacher_labels(flags, teacher):
         UsageError: neither gives them, their number is not the teacher's
             number of classes, or `--labels` differs from the export's.
     """
-    from trainer.finetune_flags import split_labels
+    from tfnlp.data.labelled_files import split_labels
 
     labels = split_labels(flags.labels) if flags.labels else teacher.labels
     if labels is None:
@@ -261,7 +261,7 @@ def read_labelled_file(flags, labels, excluded_texts):
     Raises:
         UsageError: the file has a text-pair column, or no usable row.
     """
-    from trainer.finetune_data import TextColumns, read_classification
+    from tfnlp.data.labelled_files import TextColumns, read_classification
 
     examples, report = read_classification(
         flags.labelled_file, TextColumns(flags.text_column, "", flags.label_column), labels)

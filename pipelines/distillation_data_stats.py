@@ -5,7 +5,7 @@ every transfer-set text accounted for.
 checks, raising `RuntimeError` (a bug in the job) when one fails:
 
 - labelled rows: `rows_read == sum(rows_skipped) + rows_excluded +
-  rows_repeated + texts` (skipped by `trainer.finetune_data`'s reader,
+  rows_repeated + texts` (skipped by `tfnlp.data.labelled_files`'s reader,
   equal to an excluded text, equal to an earlier row);
 - synthetic texts: `candidates == emitted + dropped_duplicates +
   dropped_excluded` and `emitted == texts`;

@@ -11,7 +11,7 @@ in-domain text. This module makes that set of distinct texts; the teacher
   spacing changes none of its inputs), which is also what makes two texts
   equal here.
 - `prepare_labelled_texts`: the labelled examples, read on the driver
-  (`trainer.finetune_data.read_classification`), to one `(text, class_id)`
+  (`tfnlp.data.labelled_files.read_classification`), to one `(text, class_id)`
   per distinct text: excluded texts dropped, the first of equal texts kept;
   every row counted.
 - `DropExcludedTexts`: texts in, their normalized form out, those equal to

@@ -25,7 +25,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from tfnlp.data import distillation_dataset
+from tfnlp.data import distillation_dataset, labelled_files
 from tfnlp.data.distillation_schema import LABEL, TEACHER_LOGITS, TEXT
 from tfnlp.text import (build_word_vocabulary, pack_inputs, read_word_list, word_counts,
                         write_word_vocabulary)
@@ -130,14 +130,14 @@ class DevSet:
 
 def read_dev_set(path, text_column, label_column, labels):
     """The `DevSet` of a labelled CSV, TSV or JSONL file
-    (`trainer.finetune_data.read_classification`); rows without text, or
+    (`tfnlp.data.labelled_files.read_classification`); rows without text, or
     with a label not in `labels`, are skipped and reported.
 
     Raises:
         ValueError: no row is usable.
     """
-    examples, report = finetune_data.read_classification(
-        path, finetune_data.TextColumns(text_column, "", label_column), labels)
+    examples, report = labelled_files.read_classification(
+        path, labelled_files.TextColumns(text_column, "", label_column), labels)
     LOGGER.info("%s", report.summary())
     if not examples:
         raise ValueError(

@@ -8,6 +8,7 @@ from tfnlp.command_line import (
     add_boolean_flag,
     check_input_file,
 )
+from tfnlp.data.labelled_files import split_labels
 from tfnlp.text import load_vocabulary
 from trainer import finetune_data, length_buckets
 from trainer.bert_models import check_inputs_fit, checkpoint_config, config_from_name
@@ -174,14 +175,6 @@ def parse_flags(argv=None):
             f"--num_classes={flags.num_classes}; give one of the two, or matching ones."
         )
     return flags
-
-
-def split_labels(text):
-    """The labels of a comma-separated `--labels` value."""
-    labels = [label.strip() for label in text.split(",") if label.strip()]
-    if len(set(labels)) != len(labels):
-        raise UsageError(f"--labels={text!r} names a label twice.")
-    return labels
 
 
 def check_paths(flags):

@@ -17,6 +17,9 @@
   `teacher_logits`, `label`, `origin`); `distillation_reader`:
   `distillation_dataset` reads those shards (optionally only the records
   of some origins), `distillation_num_classes` their number of classes.
+- `labelled_files`: reading the CSV, TSV and JSON Lines files of texts and
+  labels that fine-tuning and the distillation data job take, with a
+  `ReadReport` of the rows kept and skipped.
 - `tfrecord_files`: what the readers do before parsing: matching the
   shard globs, detecting each file's compression (plain, gzip, zlib),
   reading the first record for a check, opening the files for `interleave`.
@@ -38,6 +41,7 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     "mask_dynamically": "pretraining_reader",
     "translation_reader": "translation_reader",
     "tfrecord_files": "tfrecord_files",
+    "labelled_files": "labelled_files",
     "translation_dataset": "translation_reader",
     "bucket_lengths": "translation_reader",
     "bucket_batch_sizes": "translation_reader",
