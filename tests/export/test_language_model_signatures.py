@@ -255,3 +255,32 @@ def test_the_model_and_the_tokenizer_must_share_the_vocabulary(tokenizer):
                                     max_sequence_length=CONTEXT)
     with pytest.raises(ValueError, match="not the model and tokenizer of one run"):
         LanguageModelSignatures(model, tokenizer, max_new_tokens=MAX_NEW_TOKENS)
+
+
+def test_a_seed_of_zero_reproduces_a_sample_alone_or_in_a_batch(signatures):
+    # The documented promise is "a seed of 0 or more": 0 is a seed, not
+    # "no seed" (negative seeds draw a random one).
+    alone = signatures.generate_with_options(tf.constant(["ROMEO:"]), **options(1, seed=0))
+    again = signatures.generate_with_options(tf.constant(["ROMEO:"]), **options(1, seed=0))
+    batch = signatures.generate_with_options(
+        tf.constant(["To be, or", "ROMEO:"]), **options(2, seed=[1, 0]))
+    expected = alone["completions"].numpy()[0]
+    assert again["completions"].numpy()[0] == expected
+    assert batch["completions"].numpy()[1] == expected
+    randoms = {signatures.generate_with_options(
+        tf.constant(["ROMEO:"]), **options(1, seed=-1))["completions"].numpy()[0]
+        for _ in range(3)}
+    assert len(randoms) > 1
+
+
+def test_max_new_tokens_at_the_export_s_limit_and_past_it(repeats_a, tokenizer):
+    # A model that never ends on its own: each row generates exactly its
+    # max_new_tokens, clipped to 1..the export's max_new_tokens.
+    signatures = LanguageModelSignatures(repeats_a, tokenizer, max_new_tokens=MAX_NEW_TOKENS)
+    asked = [MAX_NEW_TOKENS - 1, MAX_NEW_TOKENS, MAX_NEW_TOKENS + 1, 1, 0]
+    outputs = signatures.generate_with_options(
+        tf.constant(["A"] * len(asked)), **options(len(asked), max_new_tokens=asked))
+    assert outputs["new_tokens"].numpy().tolist() == [
+        MAX_NEW_TOKENS - 1, MAX_NEW_TOKENS, MAX_NEW_TOKENS, 1, 1]
+    texts = [text.decode() for text in outputs["completions"].numpy()]
+    assert texts[1] == "a" * MAX_NEW_TOKENS
