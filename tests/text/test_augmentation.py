@@ -266,3 +266,37 @@ def test_exported_from_tfnlp_text():
 
     assert tfnlp.text.TransferSetAugmenter is TransferSetAugmenter
     assert tfnlp.text.count_words is count_words
+
+
+@pytest.mark.parametrize("swap", ["random", "part_of_speech"])
+def test_masking_swapping_and_ngrams_together_follow_their_probabilities(swap):
+    # Every setting non-neutral at once: a word is masked below 0.2, swapped
+    # in [0.2, 0.5) and kept above; a candidate is then cut with chance 0.4.
+    sentences = [[f"w{index}_{position}" for position in range(40)] for index in range(20)]
+    tags = {word: position % 2 for sentence in sentences
+            for position, word in enumerate(sentence)}
+    augmenter = TransferSetAugmenter.from_sentences(
+        sentences, mask_probability=0.2, swap_probability=0.3, ngram_probability=0.4,
+        samples_per_sentence=30, seed=5, swap=swap,
+        part_of_speech=tags if swap == "part_of_speech" else None)
+    outcomes = collections.Counter()
+    uncut = 0
+    for sentence in sentences:
+        for sample in augmenter.augment(sentence):
+            if len(sample) < len(sentence):
+                continue
+            uncut += 1
+            for word, original in zip(sample, sentence):
+                if word == "[MASK]":
+                    outcomes["masked"] += 1
+                elif word != original:
+                    assert swap == "random" or tags[word] == tags[original]
+                    outcomes["swapped"] += 1
+                else:
+                    outcomes["kept"] += 1
+    words = sum(outcomes.values())
+    # About 14,400 words: the binomial spread of each share is under 0.005.
+    for outcome, expected in (("masked", 0.2), ("swapped", 0.3), ("kept", 0.5)):
+        assert abs(outcomes[outcome] / words - expected) < 0.02, (outcome, outcomes)
+    cut = 1 - uncut / augmenter.statistics.candidates
+    assert abs(cut - 0.4) < 0.04, cut
