@@ -7,7 +7,6 @@ from keras import ops
 from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.lstm_encoder import LSTMEncoder
 from tfnlp.layers.masking import large_negative_number
-from tfnlp.losses.distillation_losses import LABEL, TEACHER_LOGITS
 from tfnlp.models.gpt.gpt_backbone import split_inputs
 from tfnlp.models.model_config import check_dropout, check_num_classes, model_config
 from tfnlp.models.preset_model import PresetModel, constructor_argument_names
@@ -286,9 +285,13 @@ class BiLSTMClassifier(PresetModel):
         return loss
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
-        if not isinstance(y, dict):
+        if not isinstance(y, dict) or not hasattr(self.loss, "targets"):
             return super().compute_metrics(x, y, y_pred, sample_weight)
-        labels = y[LABEL] if LABEL in y else ops.argmax(y[TEACHER_LOGITS], axis=-1)
+        # The distillation loss reads its dict of targets; the metrics score
+        # the gold labels, or the teacher's classes where there are none.
+        teacher_logits, labels = self.loss.targets(y)
+        if labels is None:
+            labels = ops.argmax(teacher_logits, axis=-1)
         return super().compute_metrics(x, labels, y_pred, sample_weight)
 
     def get_config(self):
