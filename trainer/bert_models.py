@@ -7,6 +7,7 @@
 - `MODEL_KINDS` and `build_model(kind, encoder, ...)`: the pretraining
   model, or a fine-tuning model around an encoder;
 - `config_from_name(name, overrides)`: a `BertConfig` preset or JSON file;
+  `check_bert_config_flag(config)`: `--config` names one;
 - `check_inputs_fit(config, ...)`, `check_sequence_fits(config, ...)`: a
   vocabulary and sequence length the model can take;
   `checkpoint_config(path)`: the config a checkpoint records, to check
@@ -36,6 +37,7 @@ from tfnlp.models import (
 from tfnlp.models.bert import huggingface
 from trainer import run_files
 from trainer.checkpoints import best_checkpoint, find_checkpoint
+from trainer.run_flags import check_config_flag
 
 LOGGER = logging.getLogger(__name__)
 
@@ -86,6 +88,12 @@ def check_sequence_fits(config, sequence_length):
             f"max_position_embeddings={config.max_position_embeddings}; give a shorter "
             "--max_seq_length."
         )
+
+
+def check_bert_config_flag(config):
+    """Raises `UsageError` unless `--config` is a `BertConfig` preset or a
+    file that can be read."""
+    check_config_flag(config, BertConfig.preset_names(), "a BertConfig JSON file")
 
 
 def config_from_name(name, overrides=None, flag="--config"):

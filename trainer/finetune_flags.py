@@ -11,13 +11,14 @@ from tfnlp.command_line import (
 from tfnlp.data.labelled_files import split_labels
 from tfnlp.text import load_vocabulary
 from trainer import finetune_data, length_buckets
-from trainer.bert_models import check_inputs_fit, checkpoint_config, config_from_name
+from trainer.bert_models import (
+    check_bert_config_flag, check_inputs_fit, checkpoint_config, config_from_name,
+)
 from trainer.run_flags import (
     add_distribution_flags,
     add_optimizer_flags,
     add_progress_flag,
     add_stop_time_flag,
-    check_config_flag,
     check_output_flags,
     value_from_inputs,
 )
@@ -191,7 +192,7 @@ def check_paths(flags):
     check_input_file("--vocab_file", flags.vocab_file,
                      "the WordPiece vocabulary of the encoder, one token a line")
     if flags.config and not flags.init_checkpoint:
-        check_config_flag(flags.config)
+        check_bert_config_flag(flags.config)
     checkpoint = flags.init_checkpoint
     if (checkpoint and "://" not in checkpoint and not os.path.exists(checkpoint)
             and not os.path.exists(checkpoint + ".index")):

@@ -12,12 +12,11 @@ from tfnlp.command_line import (
 from tfnlp.data import pretraining_schema
 from tfnlp.data.file_names import STATS_FILE
 from tfnlp.text import load_vocabulary
-from trainer.bert_models import config_from_name
+from trainer.bert_models import check_bert_config_flag, config_from_name
 from trainer.run_files import read_json
 from trainer.run_flags import (
     add_loop_output_flags,
     add_loop_training_flags,
-    check_config_flag,
     check_counts,
     check_output_flags,
     check_tfrecord_flag,
@@ -144,7 +143,7 @@ def check_paths(flags):
     if flags.vocab_file:
         check_input_file("--vocab_file", flags.vocab_file,
                          "the WordPiece vocabulary of the data, one token a line")
-    check_config_flag(flags.config)
+    check_bert_config_flag(flags.config)
     set_flags_from_inputs(flags)
     check_output_flags(flags)
 

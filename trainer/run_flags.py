@@ -4,9 +4,10 @@ trainers on the custom loop, the positivity checks of step counts, and the
 check of the TFRecord shards a data flag names."""
 
 import argparse
+import contextlib
+import logging
 
 import tensorflow as tf
-from tensorflow.python.util import deprecation
 
 from tfnlp.command_line import (
     UsageError,
@@ -16,7 +17,6 @@ from tfnlp.command_line import (
 )
 from tfnlp.data import tfrecord_files
 from tfnlp.data.file_patterns import match_patterns
-from tfnlp.models import BertConfig
 from trainer.distribution import STRATEGIES
 from trainer.optimization import OPTIMIZERS, SCHEDULES
 from trainer.runtime import MIXED_PRECISION
@@ -136,19 +136,30 @@ def check_counts(parser, flags, positive=(), non_negative=()):
             parser.error(f"--{name} must not be negative, got {getattr(flags, name)}.")
 
 
-def check_config_flag(config, presets=None, file_description="a BertConfig JSON file"):
+def check_config_flag(config, presets, file_description):
     """Raises `UsageError` unless `--config` is a preset or a file that can
     be read.
 
     Args:
         config: the flag's value.
-        presets: the preset names; default: the BertConfig presets.
+        presets: the preset names.
         file_description: what the file holds, for the message.
     """
-    presets = BertConfig.preset_names() if presets is None else presets
     if config not in presets:
         check_input_file("--config", config,
                          f"a preset ({', '.join(presets)}) or {file_description}")
+
+
+@contextlib.contextmanager
+def _tensorflow_warnings_silenced():
+    """Keeps TensorFlow's logger to errors (its deprecation warnings)."""
+    logger = tf.get_logger()
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _first_record(path):
@@ -158,7 +169,7 @@ def _first_record(path):
     runtime's collective ops before it starts. TF1's `tf_record_iterator`
     reads the file alone."""
     options = tf.io.TFRecordOptions(tfrecord_files.file_compression(path, "auto"))
-    with deprecation.silence():  # Its deprecation warning is not the user's concern.
+    with _tensorflow_warnings_silenced():  # Its deprecation warning is not the user's.
         return next(iter(tf.compat.v1.io.tf_record_iterator(path, options)), None)
 
 
