@@ -225,3 +225,47 @@ def test_seed_shapes_are_explained():
     with pytest.raises(ValueError, match=r"shape \(batch, 2\) = \(2, 2\); received"):
         decoder(model.step_fn, None, np.zeros((2,), np.int32), 99, 2,
                 seed=np.zeros((3, 2), np.int32))
+
+
+def filtered_distribution(temperature, top_k, top_p):
+    """The documented rule, in numpy: divide the log-probabilities by the
+    temperature, keep the top k (0: all), then the nucleus of the top k
+    renormalised, and renormalise what remains."""
+    tempered = PROBABILITIES ** (1 / temperature)
+    tempered /= tempered.sum()
+    order = np.argsort(-tempered, kind="stable")[:top_k or len(PROBABILITIES)]
+    kept = tempered[order] / tempered[order].sum()
+    nucleus = order[np.cumsum(kept) - kept < top_p]
+    expected = np.zeros_like(PROBABILITIES)
+    expected[nucleus] = tempered[nucleus] / tempered[nucleus].sum()
+    return expected
+
+
+# Each case keeps another set of tokens if one setting is applied out of
+# its documented order (the nucleus before the temperature, or over the
+# whole distribution rather than the top k); every top_p lies at least
+# 0.01 from the cumulative masses it is compared with.
+@pytest.mark.parametrize("temperature, top_k, top_p", [
+    (1.0, 3, 0.6),   # nucleus over the top 3 renormalised: 2 tokens, not 3
+    (0.5, 0, 0.6),   # nucleus of the sharpened distribution: 2 tokens, not 3
+    (2.0, 5, 0.75),  # all three: 4 tokens, not 3
+])
+@pytest.mark.parametrize("per_example", [False, True], ids=["decoder", "per_example"])
+def test_temperature_top_k_and_top_p_combine_in_their_documented_order(
+        temperature, top_k, top_p, per_example):
+    rows = 20000
+    expected = filtered_distribution(temperature, top_k, top_p)
+    if per_example:
+        model = ConstantModel(PROBABILITIES)
+        result = RandomSampling(seed=9)(
+            model.step_fn, None, np.zeros((rows,), np.int32), end_id=99, max_length=1,
+            temperature=np.full((rows,), temperature, np.float32),
+            top_k=np.full((rows,), top_k, np.int32),
+            top_p=np.full((rows,), top_p, np.float32))
+        tokens = np.asarray(result["ids"])[:, 0, 0]
+        frequencies = np.bincount(tokens, minlength=len(PROBABILITIES)) / rows
+    else:
+        frequencies = sample_once(RandomSampling(temperature=temperature, top_k=top_k,
+                                                 top_p=top_p, seed=9), rows)
+    assert frequencies[expected == 0].sum() == 0, (frequencies, expected)
+    np.testing.assert_allclose(frequencies, expected, atol=0.015)
