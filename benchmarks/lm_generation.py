@@ -7,7 +7,7 @@ in-process model.
     python -m benchmarks.lm_generation --quick    # a smoke run: tiny, 16 new tokens
 
 One random GPT-2 checkpoint in Hugging Face's layout (written with numpy,
-`tests/models/gpt/huggingface_gpt2.py`) is loaded by both libraries'
+`benchmarks/huggingface_gpt2.py`) is loaded by both libraries'
 converters (`GPTCausalLM.from_huggingface`, keras-hub's
 `GPT2Backbone.from_preset`), so they hold the same weights. Each case
 samples `--new_tokens` tokens after a `--prompt_length`-token prompt with
@@ -48,7 +48,7 @@ import tensorflow as tf
 
 from benchmarks.reporting import FIGURES_KEY, figure, from_root, write_report
 from pipelines import lm_data
-from tests.models.gpt.huggingface_gpt2 import CONFIG, random_gpt2_tensors, write_checkpoint
+from benchmarks.huggingface_gpt2 import CONFIG, random_gpt2_tensors, write_checkpoint
 from tfnlp.decoding import RandomSampling
 from tfnlp.export.language_model_signatures import LanguageModelSignatures
 from tfnlp.export.saved_model import write_next_version

@@ -7,7 +7,7 @@ checkpoint.
         [--torch_python=PATH] [--sequence_length=32]
 
 Without `--checkpoint_dir` it writes random GPT-2 checkpoints in Hugging
-Face's layout (with numpy, `tests/models/gpt/huggingface_gpt2.py`) into a
+Face's layout (with numpy, `benchmarks/huggingface_gpt2.py`) into a
 temporary directory, at three sizes: the GPT tests' config, 4 layers of
 width 256 with 4 heads, and 6 layers of width 384 with 6 heads (GPT-2's
 head size of 64), the last two with vocabularies of a few hundred. With
@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.reporting import FIGURES_KEY, figure, from_root, write_report
-from tests.models.gpt.huggingface_gpt2 import CONFIG, random_gpt2_tensors, write_checkpoint
+from benchmarks.huggingface_gpt2 import CONFIG, random_gpt2_tensors, write_checkpoint
 from tfnlp.models import GPTCausalLM
 
 TOLERANCE = 1e-4

@@ -2,7 +2,7 @@
 loader of the same directory (`GPT2Backbone.from_preset(path)`).
 
 The checkpoints are random, written here with numpy in Hugging Face's
-names and layouts (`tests/models/gpt/huggingface_gpt2.py`); their weights
+names and layouts (`benchmarks/huggingface_gpt2.py`); their weights
 are large enough that attention is sharp, so a projection loaded from the
 wrong columns or transposed changes the logits by far more than the
 tolerance (`test_the_comparison_tells_wrong_layouts_apart`).
@@ -15,7 +15,7 @@ import pytest
 from safetensors.numpy import save_file
 
 from tests.layer_test_helpers import to_numpy
-from tests.models.gpt.huggingface_gpt2 import (
+from benchmarks.huggingface_gpt2 import (
     CONFIG,
     causal_mask_buffer,
     keras_hub_logits,

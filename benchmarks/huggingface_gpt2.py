@@ -1,6 +1,7 @@
 """Random Hugging Face GPT-2 checkpoints written with numpy, in Hugging
 Face's names and layouts (not through tfnlp's converter), and keras-hub's
-loader of such checkpoints: the independent reference of the GPT tests.
+loader of such checkpoints: the independent reference of the GPT tests
+(tests/models/gpt) and of the generation benchmarks.
 
 Hugging Face's `GPT2Model` stores its linear layers as `Conv1D`s, weights
 `(in, out)`; `h.N.attn.c_attn` fuses the query, key and value projections
