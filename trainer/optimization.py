@@ -17,6 +17,8 @@ clipping the gradient, and its accumulation keeps per-replica state that
 `strategy.run` does not combine.
 """
 
+import contextlib
+
 import keras
 
 OPTIMIZERS = ("adamw", "lamb")
@@ -199,7 +201,7 @@ def create_optimizer(
             nanoGPT's).
         ema_momentum: 0 for none, or keep an exponential moving average of
             the weights with this momentum (Keras' `use_ema`; Polyak
-            averaging), which `keras.callbacks.SwapEMAWeights` swaps in.
+            averaging), which `averaged_weights` swaps in.
 
     Returns:
         A `keras.optimizers.Optimizer`.
@@ -246,7 +248,8 @@ def create_optimizer(
 def optimizer_from_flags(flags, model=None, **arguments):
     """`create_optimizer` with the loop training flags of
     `trainer.run_flags` (`--optimizer`, `--learning_rate`, `--train_steps`,
-    `--warmup_steps`, `--weight_decay`, `--mixed_precision`) and the
+    `--warmup_steps`, `--weight_decay`, `--mixed_precision`,
+    `--ema_momentum`) and the
     trainer's own `arguments` (the schedule, the Adam moments)."""
     return create_optimizer(
         flags.optimizer,
@@ -256,8 +259,58 @@ def optimizer_from_flags(flags, model=None, **arguments):
         weight_decay=flags.weight_decay,
         model=model,
         mixed_precision=flags.mixed_precision,
+        ema_momentum=flags.ema_momentum,
         **arguments,
     )
+
+
+def _weights_and_averages(optimizer):
+    """The `(weight, moving average)` pairs of an optimizer built with
+    `ema_momentum` (looking through a LossScaleOptimizer); none without."""
+    inner = getattr(optimizer, "inner_optimizer", optimizer)
+    if not getattr(inner, "use_ema", False):
+        return []
+    return list(zip(inner._trainable_variables, inner._model_variables_moving_average))
+
+
+@contextlib.contextmanager
+def averaged_weights(optimizer):
+    """Puts the optimizer's moving average of the weights (`ema_momentum`)
+    in the model inside the `with` block and the trained weights back after
+    it; does nothing for an optimizer without an average.
+
+    Example:
+
+    >>> optimizer = create_optimizer("adamw", 0.5, train_steps=10, ema_momentum=0.9)
+    >>> weight = keras.Variable([0.0])
+    >>> optimizer.build([weight])
+    >>> optimizer.apply([keras.ops.ones([1])], [weight])
+    >>> optimizer.apply([keras.ops.ones([1])], [weight])
+    >>> trained = float(weight.numpy()[0])
+    >>> with averaged_weights(optimizer):
+    ...     averaged = float(weight.numpy()[0])
+    >>> averaged > trained == float(weight.numpy()[0])
+    True
+    """
+    pairs = _weights_and_averages(optimizer)
+    for weight, average in pairs:
+        trained = keras.ops.copy(weight)
+        weight.assign(average)
+        average.assign(trained)
+    try:
+        yield
+    finally:
+        for weight, average in pairs:
+            averaged = keras.ops.copy(weight)
+            weight.assign(average)
+            average.assign(averaged)
+
+
+def keep_averaged_weights(optimizer):
+    """Leaves the optimizer's moving average of the weights in the model
+    (for the export at the end of training); nothing without an average."""
+    for weight, average in _weights_and_averages(optimizer):
+        weight.assign(average)
 
 
 def learning_rate_schedule(optimizer):

@@ -53,8 +53,9 @@ def add_loop_training_flags(group):
     """Adds the training flags of the trainers on `training_loop.train`: the
     optimizer (`--learning_rate`, the peak after `--warmup_steps`;
     `--optimizer`, `--weight_decay`, `--clip_norm`), `--gradient_accumulation_steps`,
-    the distribution flags and `--stop_time_hours`. The defaults are BERT
-    pretraining's; a trainer changes them with `parser.set_defaults`."""
+    `--ema_momentum`, the distribution flags and `--stop_time_hours`. The
+    defaults are BERT pretraining's; a trainer changes them with
+    `parser.set_defaults`."""
     group.add_argument("--learning_rate", type=float, default=1e-4,
                        help="The peak learning rate (after the warmup).")
     group.add_argument("--warmup_steps", type=int, default=10_000,
@@ -65,8 +66,31 @@ def add_loop_training_flags(group):
                        help="Clip the gradient to this global norm; 0 for none.")
     group.add_argument("--gradient_accumulation_steps", type=int, default=1,
                        help="Split each replica's batch into this many micro-batches.")
+    add_ema_flag(group)
     add_distribution_flags(group)
     add_stop_time_flag(group)
+
+
+def ema_momentum(value):
+    """argparse type: a momentum in [0, 1) (0: no moving average)."""
+    try:
+        momentum = float(value)
+    except ValueError:
+        momentum = -1.0
+    if not 0 <= momentum < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected a momentum in [0, 1), e.g. 0.999, or 0 for none; not {value!r}")
+    return momentum
+
+
+def add_ema_flag(group):
+    """Adds `--ema_momentum`: the optimizer keeps a moving average of the
+    weights, which the evaluations and the export use
+    (`trainer.optimization.averaged_weights`)."""
+    group.add_argument("--ema_momentum", type=ema_momentum, default=0.0,
+                       help="Keep an exponential moving average of the weights with "
+                            "this momentum (e.g. 0.999); the evaluations and the export "
+                            "use the averaged weights. 0: none.")
 
 
 def add_optimizer_flags(group):

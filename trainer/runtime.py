@@ -243,6 +243,9 @@ def train_run(flags, build, description):
         loss = train(loop, train_iterator, checkpoints, logs, loop_schedule(flags, parts),
                      optimization.learning_rate_schedule(parts.optimizer), current_step,
                      evaluator=evaluator, samples=parts.samples)
+        # The model ends training with the averaged weights, if any; the
+        # checkpoints keep the trained ones (and the averages, in the optimizer).
+        optimization.keep_averaged_weights(parts.optimizer)
         if flags.export_dir and parts.export is not None:
             parts.export(run)
     finally:

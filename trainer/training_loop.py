@@ -322,7 +322,8 @@ def train(loop, iterator, checkpoints, logs, schedule, learning_rate, start_step
         learning_rate: the learning rate of a step (0-based), for the logs.
         start_step: the step restored from the latest checkpoint.
         evaluator: None, or a function returning the evaluation metrics
-            (run at `eval_every_steps` and at the end).
+            (run at `eval_every_steps` and at the end, with the optimizer's
+            averaged weights when it keeps them: `ema_momentum`).
         samples: None, or a function `(writers, step)` that writes pictures
             and sample text (`trainer.summaries.sample_writer`) with the
             run's `SummaryWriters`, called at `images_every_steps` (and at
@@ -372,7 +373,8 @@ def train(loop, iterator, checkpoints, logs, schedule, learning_rate, start_step
         if samples and schedule.due(schedule.images_every_steps, step, last):
             samples(logs.writers, step)
         if evaluator and (last or schedule.due(schedule.eval_every_steps, step)):
-            values = evaluator()
+            with optimization.averaged_weights(loop.optimizer):
+                values = evaluator()
             logs.writers.scalars(logs.writers.eval, values, step)
             logs.eval_log.write({"step": step, **values})
             LOGGER.info("eval at step %d: %s", step, _format(values))

@@ -27,6 +27,7 @@ class FakeLoop:
         results=lambda totals: {"loss": totals["loss_sum"] / max(totals["examples"], 1)},
         step_record=lambda sums: {},
     )
+    optimizer = None  # no moving average of the weights
 
     def __init__(self, clock):
         self.clock = clock
