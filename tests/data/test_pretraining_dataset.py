@@ -388,3 +388,42 @@ def test_dynamic_masking_validates_its_ids(unmasked_shards):
     message = "mask_id=40000 is outside [0, vocab_size=30522)"
     with pytest.raises(ValueError, match=re.escape(message)):
         pretraining_dataset(pattern, batch_size=8, **dict(MASKING, mask_id=40000))
+
+
+def unmasked_batch(selectable_counts, max_seq_length, max_predictions_per_seq):
+    """Parsed unmasked features: row i is [CLS], `selectable_counts[i]`
+    distinct ordinary ids, [SEP]."""
+    return pretraining_schema.parse_examples(tf.constant([
+        pretraining_schema.serialize_instance(
+            [CLS] + list(range(100, 100 + count)) + [SEP], [0] * (count + 2), [], [], False,
+            max_seq_length, max_predictions_per_seq)
+        for count in selectable_counts]), max_seq_length, max_predictions_per_seq)
+
+
+@pytest.mark.parametrize("masked_lm_prob", [0.3, 0.5])
+def test_dynamic_prediction_counts_round_half_to_even_and_stop_at_the_cap(masked_lm_prob):
+    # Counts whose share lands on a half (0.3 * 15 = 4.5, 0.5 * 7 = 3.5) or
+    # right at, or past, the cap of 10 (0.5 * 19 = 9.5, 0.3 * 35 = 10.5).
+    counts = [1, 3, 5, 7, 9, 15, 17, 19, 20, 21, 25, 33, 35, 37]
+    masked = mask_dynamically(unmasked_batch(counts, 40, 10), tf.constant([4, 2]),
+                              max_predictions_per_seq=10, masked_lm_prob=masked_lm_prob,
+                              **MASKING)
+    expected = [min(10, max(1, round(masked_lm_prob * count))) for count in counts]
+    assert masked["masked_lm_weights"].numpy().sum(axis=1).tolist() == expected
+
+
+def test_dynamic_masking_splits_80_10_10_at_another_masked_lm_prob():
+    # 400 rows of 60 selectable tokens at masked_lm_prob=0.5: 30 predictions
+    # each, under the cap of 40, so 12,000 choices (binomial spread < 0.004).
+    features = unmasked_batch([60] * 400, 64, 40)
+    masked = mask_dynamically(features, tf.constant([5, 6]), max_predictions_per_seq=40,
+                              masked_lm_prob=0.5, **MASKING)
+    weights = masked["masked_lm_weights"].numpy()
+    assert weights.sum(axis=1).tolist() == [30.0] * 400
+    positions = masked["masked_lm_positions"].numpy()[:, :30]
+    labels = masked["masked_lm_ids"].numpy()[:, :30]
+    values = np.take_along_axis(masked["input_ids"].numpy(), positions, axis=1)
+    np.testing.assert_array_equal(labels, positions + 99)  # the original ids
+    shares = [np.mean(values == MASK), np.mean(values == labels),
+              np.mean((values != MASK) & (values != labels))]
+    np.testing.assert_allclose(shares, [0.8, 0.1, 0.1], atol=0.02)
