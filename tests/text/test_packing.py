@@ -79,3 +79,18 @@ def test_packing_with_the_tokenizer_in_tf_data(shared_data_dir):
 def test_impossible_packing_is_rejected(segments, length):
     with pytest.raises(ValueError):
         pack_inputs([tf.ragged.constant([[1]])] * segments, length, CLS, SEP)
+
+
+def test_the_shortest_sequence_length_keeps_one_token_per_segment():
+    # One past the lengths rejected above: room for exactly one token each.
+    single = pack_inputs([tf.ragged.constant([[5, 6], [7]])], 3, CLS, SEP)
+    assert single["input_ids"].numpy().tolist() == [[CLS, 5, SEP], [CLS, 7, SEP]]
+    pair = pack_inputs([tf.ragged.constant([[5, 6]]), tf.ragged.constant([[8, 9]])], 5, CLS, SEP)
+    assert pair["input_ids"].numpy().tolist() == [[CLS, 5, SEP, 8, SEP]]
+    assert pair["input_mask"].numpy().tolist() == [[1] * 5]
+
+
+def test_segments_that_exactly_fit_are_kept_whole():
+    packed = pack_inputs([tf.ragged.constant([[5, 6, 7], [5, 6, 7, 8]])], 5, CLS, SEP)
+    assert packed["input_ids"].numpy().tolist() == [[CLS, 5, 6, 7, SEP], [CLS, 5, 6, 7, SEP]]
+    assert packed["input_mask"].numpy().tolist() == [[1] * 5] * 2
