@@ -97,3 +97,29 @@ def test_stops_at_the_first_step_past_the_time_limit_and_evaluates_and_saves_it(
     assert steps == [1, 2, 3, 4]
     assert saved == [3, 4]
     assert evaluations == [40.0]
+
+
+def test_a_time_limit_reached_exactly_stops_at_that_step(tmp_path, monkeypatch):
+    # Step 4 ends at exactly 40 s: the limit is reached there, not one step on.
+    steps, saved, _ = run_schedule(tmp_path, monkeypatch, train_steps=100,
+                                   checkpoint_every_steps=0, stop_time_seconds=40)
+    assert steps == [1, 2, 3, 4]
+    assert saved == [4]
+
+
+def test_zero_steps_between_evaluations_and_checkpoints_means_only_at_the_end(
+        tmp_path, monkeypatch):
+    steps, saved, evaluations = run_schedule(
+        tmp_path, monkeypatch, train_steps=7, checkpoint_every_steps=0, eval_every_steps=0)
+    assert steps == list(range(1, 8))
+    assert saved == [7]
+    assert evaluations == [70.0]
+
+
+def test_what_is_done_every_zero_steps_is_never_due_not_even_at_the_last():
+    schedule = LoopSchedule(train_steps=6)
+    assert [schedule.due(3, step) for step in range(1, 7)] == [False, False, True] * 2
+    assert schedule.due(3, 5, last=True)
+    assert not any(schedule.due(0, step, last) for step in range(1, 7)
+                   for last in (False, True))
+    assert schedule.due(1, 1) and schedule.due(1, 2)
