@@ -55,10 +55,9 @@ NOT_SUBCOMMANDS = {
     "tfnlp.cli": "the tfnlp command itself",
     # tools/ is not installed (setup.py): the repository's own scripts, run
     # from a checkout.
-    "tools.sentence_holdout": "data preparation for one recipe of the README",
+    "tools.sentence_holdout": "data preparation for the SST-2 recipe of docs/BERT.md",
     "tools.broken_versions": "a check of the tests",
     "tools.mutation_report": "a check of the tests",
-    "tools.sst2_recipe_sweep.sweep": "a PyTorch script for a GPU machine",
 }
 # One mistake per subcommand, found before any work; formatted with `paths`.
 MISTAKES = {
