@@ -138,8 +138,8 @@ BENCHMARKS = {benchmark.name: benchmark for benchmark in (
               quick_flags=("--quick",), minutes=0.5, needs_data=False),
     Benchmark("rnn_attention_variants",
               "an RNN attention variant against none, for the same short training budget",
-              # The recipe of the README's comparison of all six variants
-              # (docs/TRANSLATION.md), for half its steps and two variants.
+              # The recipe of the comparison of all six variants
+              # (benchmarks/RESULTS.md), for half its steps and two variants.
               hour_flags=("--attentions=none,luong_general", "--train_steps=1200",
                           "--eval_pairs=500", "--", "--config=small", "--dropout=0.3",
                           "--learning_rate=2e-3", "--warmup_steps=400", "--clip_norm=5",
@@ -327,14 +327,16 @@ in `benchmarks/` at a size that fits an hour on a 2-core CPU;
 their sections. Each ratio is tfnlp's figure over its reference's,
 measured in the same run on the same machine: these machines are noisy,
 so compare ratios, not raw figures, across runs. The file's git history
-shows each figure over time.
+shows each figure over time. The sections after the benchmarks' hold
+training runs recorded by hand, with their commands; the suite keeps them.
 """
 
 
 def update_results_file(path, sections):
     """Writes `sections` (name → section text) into the results file at
     `path`, replacing those benchmarks' earlier sections, keeping the
-    others, in `BENCHMARKS` order."""
+    others, in `BENCHMARKS` order; sections of other names (the runs
+    recorded by hand) follow in the order the file has them."""
     existing = {}
     if os.path.exists(path):
         with open(path, encoding="utf-8") as file:
@@ -343,7 +345,7 @@ def update_results_file(path, sections):
             existing[match.group(1)] = match.group(0)
     existing.update(sections)
     order = [name for name in BENCHMARKS if name in existing]
-    order += sorted(name for name in existing if name not in BENCHMARKS)
+    order += [name for name in existing if name not in BENCHMARKS]
     with open(path, "w", encoding="utf-8") as file:
         file.write(HEADER + "\n" + "\n\n".join(existing[name] for name in order) + "\n")
 

@@ -1,5 +1,5 @@
 """`python -m examples.reverse_sequence` on a tiny budget: the outputs it
-promises (the full run's figures are in the README)."""
+promises (the full run's figures are in docs/TRANSLATION.md)."""
 
 import json
 

@@ -152,7 +152,7 @@ def test_presets_have_the_published_sizes():
     model = TransformerSeq2Seq.from_preset("tiny", vocabulary_size=100)
     assert (model.num_encoder_layers, model.num_decoder_layers, model.hidden_dim,
             model.num_heads, model.intermediate_dim) == (4, 4, 128, 4, 256)
-    assert PRESETS["small"] == dict(  # the README's acceptance run
+    assert PRESETS["small"] == dict(  # the recipe of docs/TRANSLATION.md
         num_encoder_layers=3, num_decoder_layers=3, hidden_dim=256, num_heads=4,
         intermediate_dim=512)
     assert PRESETS["base"] == dict(

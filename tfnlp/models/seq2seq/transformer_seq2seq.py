@@ -18,7 +18,7 @@ POSITION_ENCODINGS = ("sinusoidal", "learned")
 # Preset name -> constructor arguments. tiny: the configuration that leads
 # on Multi30k after 150 epochs on GPUs (Wu et al., 2021); small: 3+3 layers
 # of width 256, the one that reaches validation BLEU 35 on Multi30k within
-# an hour on two CPU cores (README); base: Vaswani et al.'s base model.
+# an hour on two CPU cores (docs/TRANSLATION.md); base: Vaswani et al.'s base model.
 PRESETS = {
     "tiny": dict(num_encoder_layers=4, num_decoder_layers=4, hidden_dim=128, num_heads=4,
                  intermediate_dim=256),
