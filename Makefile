@@ -27,7 +27,7 @@ $(VENV)/.installed: setup.py Makefile
 	touch $@
 
 demo: $(VENV)/.installed
-	$(VENV)/bin/python -m demo $(if $(DATA_DIR),--data_dir=$(DATA_DIR) )--output_dir=$(DEMO_OUTPUT)
+	$(VENV)/bin/python -m tfnlp_cli.demo $(if $(DATA_DIR),--data_dir=$(DATA_DIR) )--output_dir=$(DEMO_OUTPUT)
 
 # Two pytest-xdist workers, one per core; --dist loadscope keeps each
 # module's tests (and its module-scoped fixtures) on one worker, and

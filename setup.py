@@ -1,5 +1,6 @@
 """Installs tfnlp: the library (`tfnlp`), the Beam jobs (`pipelines`), the
-training entry points (`trainer`) and the `tfnlp` command (`tfnlp.cli`)."""
+training entry points (`trainer`), and above them the `tfnlp` command and its
+demo (`tfnlp_cli`)."""
 
 import re
 
@@ -74,6 +75,8 @@ TEST_REQUIRES = [
 # tools/mutation_report.py only (not CI); 3.8 has the fork-server isolation it uses.
 MUTATION_REQUIRES = ["mutmut>=3.8,<3.9"]
 
+DEMO_DATA_PACKAGE = "tfnlp_cli.demo.data"
+
 setuptools.setup(
     name="tfnlp",
     version=package_version(),
@@ -85,11 +88,17 @@ setuptools.setup(
     long_description_content_type="text/markdown",
     license="Apache-2.0",
     python_requires=">=3.11,<3.12",
-    packages=setuptools.find_packages(
-        include=["tfnlp", "tfnlp.*", "pipelines", "pipelines.*", "trainer", "trainer.*"]
-    ),
+    packages=[
+        *setuptools.find_packages(include=["tfnlp", "tfnlp.*", "pipelines", "pipelines.*",
+                                           "trainer", "trainer.*", "tfnlp_cli", "tfnlp_cli.*"]),
+        DEMO_DATA_PACKAGE,
+    ],
+    # The demo's text stays in the checkout's demo/data (the README's
+    # commands read it there); an install ships it in tfnlp_cli/demo/data.
+    package_dir={DEMO_DATA_PACKAGE: "demo/data"},
+    package_data={DEMO_DATA_PACKAGE: ["tinyshakespeare.txt", "README.md"]},
     install_requires=INSTALL_REQUIRES,
-    entry_points={"console_scripts": ["tfnlp = tfnlp.cli:main"]},
+    entry_points={"console_scripts": ["tfnlp = tfnlp_cli.commands:main"]},
     extras_require={"test": TEST_REQUIRES, "bench": BENCH_REQUIRES,
                     "mutation": MUTATION_REQUIRES, "profile": PROFILE_REQUIRES},
 )

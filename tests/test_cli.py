@@ -1,8 +1,8 @@
-"""The `tfnlp` command (`tfnlp.cli`): a subcommand for every `python -m`
-entry point, with that module's flags, exit statuses and one-line errors
+"""The `tfnlp` command (`tfnlp_cli.commands`): a subcommand for every
+`python -m` entry point, with that module's flags, exit statuses and one-line errors
 under the name `tfnlp SUBCOMMAND`.
 
-The subcommands run in this process (`cli.main(argv)`); the installed
+The subcommands run in this process (`commands.main(argv)`); the installed
 console script runs twice, for what only a real process shows: that it
 exists, that `tfnlp --help` loads neither TensorFlow nor Beam, and its exit
 status.
@@ -24,10 +24,11 @@ import pytest
 
 import tfnlp
 from tests.conftest import REPOSITORY
-from tfnlp import cli, command_line
+from tfnlp import command_line
 from tfnlp.command_line import run_main
+from tfnlp_cli import commands
 
-SUBCOMMAND_NAMES = [subcommand.name for subcommand in cli.SUBCOMMANDS]
+SUBCOMMAND_NAMES = [subcommand.name for subcommand in commands.SUBCOMMANDS]
 # What each subcommand must run: the `python -m` module of the same flags.
 PYTHON_M_MODULES = {
     "wordpiece-vocab": "pipelines.wordpiece_vocab",
@@ -45,14 +46,14 @@ PYTHON_M_MODULES = {
     "translate-text": "trainer.translate_text",
     "serve": "tfnlp.serve",
     "load-test": "tfnlp.serve.load_test",
-    "demo": "demo",
+    "demo": "tfnlp_cli.demo",
 }
 # The folders whose `if __name__ == "__main__"` modules are `python -m`
 # entry points (benchmarks/, examples/ and tests/ hold scripts).
-ENTRY_POINT_FOLDERS = ("pipelines", "trainer", "tfnlp", "demo", "tools")
+ENTRY_POINT_FOLDERS = ("pipelines", "trainer", "tfnlp", "tfnlp_cli", "tools")
 # The entry points that are deliberately no subcommand, and why.
 NOT_SUBCOMMANDS = {
-    "tfnlp.cli": "the tfnlp command itself",
+    "tfnlp_cli.commands": "the tfnlp command itself",
     # tools/ is not installed (setup.py): the repository's own scripts, run
     # from a checkout.
     "tools.sentence_holdout": "data preparation for the SST-2 recipe of docs/BERT.md",
@@ -113,7 +114,7 @@ def paths(tmp_path):
 def run_tfnlp(arguments, capsys):
     """`tfnlp ARGUMENTS` in this process: (exit status, stdout, stderr)."""
     try:
-        status = cli.main(arguments)
+        status = commands.main(arguments)
     except SystemExit as exit_info:
         status = exit_info.code
     captured = capsys.readouterr()
@@ -164,13 +165,15 @@ def entry_point_modules():
 
 def test_every_python_m_entry_point_is_a_subcommand():
     modules = entry_point_modules()
-    assert "trainer.pretrain" in modules and "demo.__main__" in modules  # The walk works.
-    assert modules - set(NOT_SUBCOMMANDS) == {subcommand.module for subcommand in cli.SUBCOMMANDS}
+    assert "trainer.pretrain" in modules  # The walk works.
+    assert "tfnlp_cli.demo.__main__" in modules
+    assert modules - set(NOT_SUBCOMMANDS) == {subcommand.module
+                                              for subcommand in commands.SUBCOMMANDS}
     assert set(NOT_SUBCOMMANDS) <= modules
     assert sorted(PYTHON_M_MODULES) == sorted(SUBCOMMAND_NAMES)
 
 
-@pytest.mark.parametrize("subcommand", cli.SUBCOMMANDS, ids=SUBCOMMAND_NAMES)
+@pytest.mark.parametrize("subcommand", commands.SUBCOMMANDS, ids=SUBCOMMAND_NAMES)
 def test_each_subcommand_is_named_after_its_module(subcommand):
     module = subcommand.module.removesuffix(".__main__")
     assert subcommand.name == module.rsplit(".", 1)[-1].replace("_", "-")
@@ -193,7 +196,8 @@ def test_help_lists_every_subcommand_with_one_line(capsys):
     assert (status, err) == (0, "")
     assert out.startswith("usage: tfnlp ")
     listed = re.findall(r"^  (\S+) +(\S.*)$", out.split("commands:\n", 1)[1], re.MULTILINE)
-    assert listed == [(subcommand.name, subcommand.summary) for subcommand in cli.SUBCOMMANDS]
+    assert listed == [(subcommand.name, subcommand.summary)
+                      for subcommand in commands.SUBCOMMANDS]
 
 
 def test_version_is_the_package_version(capsys):
@@ -321,7 +325,7 @@ def test_the_installed_script_prints_its_help_without_tensorflow_or_beam(tmp_pat
     assert all(name in completed.stdout for name in SUBCOMMAND_NAMES)
     imported = {line.rsplit("|", 1)[-1].strip() for line in completed.stderr.splitlines()
                 if line.startswith("import time:")}
-    assert "tfnlp.cli" in imported  # The import log is read.
+    assert "tfnlp_cli.commands" in imported  # The import log is read.
     assert not {name.split(".")[0] for name in imported} & {"tensorflow", "apache_beam", "keras"}
 
 

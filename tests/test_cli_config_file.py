@@ -13,8 +13,9 @@ import yaml
 from pipelines import wordpiece_vocab, wordpiece_vocab_flags
 from tests.test_cli import PYTHON_M_MODULES
 from tests.trainer import helpers
-from tfnlp import cli, command_line
+from tfnlp import command_line
 from tfnlp.command_line import UsageError, run_main
+from tfnlp_cli import commands
 from trainer import finetune_flags, pretrain_flags, run_files, translate_flags
 
 PROGRAM = "python -m example"
@@ -265,7 +266,7 @@ def test_a_run_from_a_config_file_writes_flags_that_repeat_it(tmp_path, capsys):
                 for argument in helpers.flags(train_data, str(model_dir), train_steps=4)}
     config = write(tmp_path, "run.yaml", yaml.safe_dump(settings))
     arguments = [f"--config_file={config}", "--train_steps=2", "--nodo_lower_case"]
-    assert cli.main(["pretrain", *arguments]) == 0
+    assert commands.main(["pretrain", *arguments]) == 0
     assert [record["step"] for record in helpers.train_log(model_dir)] == [1, 2]
     written = f"--config_file={model_dir / run_files.FLAGS_FILE}"
     assert pretrain_flags.parse_flags([written]) == pretrain_flags.parse_flags(arguments)

@@ -12,11 +12,12 @@ import re
 import pytest
 
 from tests.conftest import REPOSITORY
-from tfnlp import cli, command_line
+from tfnlp import command_line
+from tfnlp_cli import commands
 
 # The command lines whose help a user reads: each subcommand's, and the
 # translation demo's (`tfnlp demo --data_dir=DIR --help`).
-HELP_COMMANDS = [[subcommand.name, "--help"] for subcommand in cli.SUBCOMMANDS] + [
+HELP_COMMANDS = [[subcommand.name, "--help"] for subcommand in commands.SUBCOMMANDS] + [
     ["demo", "--data_dir=data", "--help"]]
 # What a flag's help says of its default: "(default: 10000)", "(default:
 # the best checkpoint)", "; default: as recorded", "(tiny; the default)".
@@ -34,7 +35,7 @@ def printed_parser(arguments, monkeypatch, capsys):
 
     monkeypatch.setattr(command_line.ArgumentParser, "print_help", record)
     with pytest.raises(SystemExit) as exit_info:
-        cli.main(arguments)
+        commands.main(arguments)
     assert exit_info.value.code == 0
     assert len(printed) == 1
     return printed[0], capsys.readouterr().out
@@ -119,4 +120,4 @@ def test_the_command_line_doc_lists_every_command():
     listed = command_line_doc_commands()
     assert listed == [(subcommand.name, subcommand.summary,
                        subcommand.module.removesuffix(".__main__"))
-                      for subcommand in cli.SUBCOMMANDS]
+                      for subcommand in commands.SUBCOMMANDS]

@@ -9,7 +9,7 @@ import pytest
 import sacrebleu
 import tensorflow as tf
 
-from demo.__main__ import main
+from tfnlp_cli.demo.__main__ import main
 from tests.translation_helpers import TINY_SIZES, write_lines
 
 TRAIN_PAIRS, EVAL_PAIRS, TRAIN_STEPS = 300, 8, 8

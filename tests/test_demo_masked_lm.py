@@ -1,4 +1,4 @@
-"""The default demo (`make demo`, `python -m demo`) on the first 1,500 lines of
+"""The default demo (`make demo`, `tfnlp demo`) on the first 1,500 lines of
 its embedded Tiny Shakespeare, with a tiny BERT trained a few steps: the
 stages, their accounting, the export and its serving over HTTP are under
 test, not what the model learns. Needs no shared data."""
@@ -17,8 +17,8 @@ import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the ops of the fill_mask signature)
 
-from demo import masked_lm
-from demo.__main__ import main, wants_translation
+from tfnlp_cli.demo import masked_lm
+from tfnlp_cli.demo.__main__ import main, wants_translation
 from tests.conftest import REPOSITORY
 
 MAX_LINES, HELDOUT_PERCENT = 1500, 10
@@ -256,8 +256,8 @@ def test_without_data_dir_the_demo_is_the_embedded_one(capsys):
 
 
 @pytest.mark.parametrize("data_dir, expected", [
-    ("", "-m demo --output_dir=demo_output"),
-    ("/some/data", "-m demo --data_dir=/some/data --output_dir=demo_output"),
+    ("", "-m tfnlp_cli.demo --output_dir=demo_output"),
+    ("/some/data", "-m tfnlp_cli.demo --data_dir=/some/data --output_dir=demo_output"),
 ])
 def test_make_demo_passes_data_dir_only_when_it_is_set(data_dir, expected):
     command = ["make", "--dry-run", "--always-make", "demo"]
@@ -268,5 +268,5 @@ def test_make_demo_passes_data_dir_only_when_it_is_set(data_dir, expected):
                    if name not in ("DATA_DIR", "MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     printed = subprocess.run(command, cwd=REPOSITORY, capture_output=True, text=True,
                              check=True, env=environment).stdout
-    (demo_line,) = [line for line in printed.splitlines() if "-m demo" in line]
+    (demo_line,) = [line for line in printed.splitlines() if "-m tfnlp_cli.demo" in line]
     assert demo_line.endswith(expected)

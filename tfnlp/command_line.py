@@ -25,7 +25,7 @@
   the directory (and its missing parents) and a probe file in it, which
   they delete. `os.access` would not do: it says yes to root even on a
   read-only file system.
-- The `tfnlp` command (`tfnlp.cli`) runs each entry point's `main` within
+- The `tfnlp` command (`tfnlp_cli.commands`) runs each entry point's `main` within
   `invoked_as("tfnlp SUBCOMMAND")`, so that its `--help` and errors name
   the program the user typed.
 
@@ -104,7 +104,7 @@ def invoked_as(program):
     program `program` (in `--help`, usage and error lines) instead of the
     `prog` they were given.
 
-    The `tfnlp` command (`tfnlp.cli`) runs an entry point's `main` within
+    The `tfnlp` command (`tfnlp_cli.commands`) runs an entry point's `main` within
     `invoked_as("tfnlp pretrain")`, so that what the user reads names what
     they typed.
 

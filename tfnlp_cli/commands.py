@@ -56,31 +56,11 @@ def run_server(module_name, arguments):
 
 
 def run_demo(module_name, arguments):
-    """Runs the demo as `python -m demo` does: its logging, then its
-    `main`."""
-    demo = import_demo(module_name)
+    """Runs the demo as `python -m tfnlp_cli.demo` does: its logging, then
+    its `main`."""
+    demo = importlib.import_module(module_name)
     demo.configure_logging()
     demo.main(arguments)
-
-
-def import_demo(module_name):
-    """The demo's `__main__` module. The demo is not an installed package:
-    it lives beside `tfnlp/` in a checkout, which an editable install runs
-    from, so that folder is put on the path when the demo is not importable
-    already (`python -m demo` finds it the same way, from the checkout)."""
-    try:
-        return importlib.import_module(module_name)
-    except ModuleNotFoundError as error:
-        if error.name != module_name.split(".")[0]:
-            raise
-    checkout = os.path.dirname(os.path.dirname(os.path.abspath(tfnlp.__file__)))
-    if not os.path.isfile(os.path.join(checkout, *module_name.split(".")) + ".py"):
-        print(f"{PROGRAM} demo: error: the demo is not installed: it lives in a checkout "
-              "of tfnlp's repository (demo/). Install that checkout with `pip install -e "
-              "CHECKOUT`, or run `python -m demo` in it.", file=sys.stderr)
-        raise SystemExit(command_line.USAGE_EXIT_STATUS)
-    sys.path.insert(0, checkout)
-    return importlib.import_module(module_name)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,7 +141,7 @@ SUBCOMMANDS = (
     Subcommand("load-test", "tfnlp.serve.load_test",
                "Send concurrent requests to a server; print latencies and errors.",
                frameworks=()),
-    Subcommand("demo", "demo.__main__",
+    Subcommand("demo", "tfnlp_cli.demo.__main__",
                "The main job (make demo): from raw text to a served model and its scores.",
                run_demo),
 )

@@ -1,20 +1,20 @@
 """The main job (`make demo`): the product path from raw text to a served model.
 
-    python -m demo [--output_dir=demo_output] [options]
-    python -m demo --data_dir=DIR [--output_dir=demo_output] [options]
+    python -m tfnlp_cli.demo [--output_dir=demo_output] [options]
+    python -m tfnlp_cli.demo --data_dir=DIR [--output_dir=demo_output] [options]
 
 Without `--data_dir` (the default), masked-word prediction on Tiny
 Shakespeare, which is in the repository (`demo/data`): a WordPiece
 vocabulary and BERT pretraining records (Beam), a small BERT trained,
 exported with its fill-mask signature and served over TensorFlow Serving's
 REST API, and the served model's masked-word accuracy on held-out lines
-(`demo.masked_lm`, where its output folder is described).
+(`tfnlp_cli.demo.masked_lm`, where its output folder is described).
 
 With `--data_dir=DIR`, English→German translation on Multi30k (DIR/mt:
 train.{en,de}, val.{en,de}), which is not in the repository: a joint
 SentencePiece model and subword records (Beam), a small Transformer trained
 and exported, and the export's translations of validation sentences scored
-with sacreBLEU (`demo.translation`). It writes into `--output_dir`:
+with sacreBLEU (`tfnlp_cli.demo.translation`). It writes into `--output_dir`:
 
 - `data/`: the slices, the records, the SentencePiece model and the job's
   `stats.json`;
@@ -48,9 +48,9 @@ def positive_integer_flags(parser, args, names):
 
 
 def masked_lm_parser():
-    """The parser of the default demo's flags (`demo.masked_lm`)."""
+    """The parser of the default demo's flags (`tfnlp_cli.demo.masked_lm`)."""
     parser = ArgumentParser(
-        prog="python -m demo",
+        prog="python -m tfnlp_cli.demo",
         description="Masked-word prediction on Tiny Shakespeare (in the repository), from "
                     "raw text to a served BERT: vocabulary, pretraining data, training, "
                     "export, serving.",
@@ -127,9 +127,9 @@ def parse_masked_lm_args(argv):
 
 
 def translation_parser():
-    """The parser of the translation demo's flags (`demo.translation`)."""
+    """The parser of the translation demo's flags (`tfnlp_cli.demo.translation`)."""
     parser = ArgumentParser(
-        prog="python -m demo",
+        prog="python -m tfnlp_cli.demo",
         description="English→German translation on Multi30k, from raw text to a served model.",
         allow_abbrev=False)
     parser.add_argument(DATA_DIR_FLAG, required=True,
@@ -187,7 +187,7 @@ def run_translation(args):
         SystemExit: the Multi30k files are not under `--data_dir`.
     """
     import_quietly(("tensorflow", "apache_beam"))
-    from demo import translation  # Loads TensorFlow.
+    from tfnlp_cli.demo import translation  # Loads TensorFlow.
 
     started = time.time()
     try:
@@ -213,7 +213,7 @@ def run_masked_lm(args):
             "training" failed: ...`) and the earlier stages' folders stay.
     """
     import_quietly(("tensorflow", "apache_beam"))
-    from demo import masked_lm  # Loads TensorFlow.
+    from tfnlp_cli.demo import masked_lm  # Loads TensorFlow.
 
     try:
         return masked_lm.run(args)

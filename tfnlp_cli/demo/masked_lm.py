@@ -1,10 +1,11 @@
 """Masked-word prediction on Tiny Shakespeare, from raw text to a served BERT.
 
-The default demo (`make demo`, `python -m demo`). It needs nothing outside
-the repository: it reads `demo/data/tinyshakespeare.txt` (see the README
-there), and each stage is one of the product's entry points, run in this
-process with the arguments its command line would take, except the server,
-which runs in a process of its own as a user would start it:
+The default demo (`make demo`, `tfnlp demo`). It needs nothing outside the
+repository: it reads `demo/data/tinyshakespeare.txt` (see the README there;
+an installed tfnlp ships it as `tfnlp_cli/demo/data`), and each stage is
+one of the product's entry points, run in this process with the arguments
+its command line would take, except the server, which runs in a process of
+its own as a user would start it:
 
 1. "text": the corpus is split into a training part and a held-out part
    (its last `--heldout_percent` of lines), and the training part is
@@ -59,8 +60,20 @@ from trainer import export, pretrain, run_files
 
 LOGGER = logging.getLogger("demo")
 
-EMBEDDED_TEXT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
-                             "tinyshakespeare.txt")
+
+
+def embedded_text_path():
+    """The embedded text: `tfnlp_cli/demo/data/tinyshakespeare.txt` where
+    setup.py installed it, else the checkout's `demo/data/tinyshakespeare.txt`."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    installed = os.path.join(package, "data", "tinyshakespeare.txt")
+    if os.path.isfile(installed):
+        return installed
+    return os.path.join(os.path.dirname(os.path.dirname(package)), "demo", "data",
+                        "tinyshakespeare.txt")
+
+
+EMBEDDED_TEXT = embedded_text_path()
 # The stages in order, and the folder of --output_dir each one writes.
 STAGE_DIRECTORIES = {
     "text": "text",
@@ -806,7 +819,7 @@ def print_summary(summary, path):
 
 
 def run(args):
-    """Runs the stages as `args` say (see `demo.__main__`); returns the
+    """Runs the stages as `args` say (see `tfnlp_cli.demo.__main__`); returns the
     summary, also written to `OUTPUT_DIR/summary.json`.
 
     Raises:
