@@ -195,6 +195,17 @@ def test_the_validation_split_is_deterministic_and_disjoint():
     assert split(texts, 0.0) == (sorted(texts), [])
 
 
+def test_a_document_is_held_out_only_strictly_below_the_fraction():
+    def key(value):  # bytes 8-15 hold the value compared with the fraction
+        return bytes(8) + value.to_bytes(8, "big") + bytes(16)
+
+    assert lm_documents.is_validation(key(2**62 - 1), 0.25)
+    assert not lm_documents.is_validation(key(2**62), 0.25)
+    # 0: none held out, not even the smallest key.
+    assert not lm_documents.is_validation(key(0), 0.0)
+    assert lm_documents.is_validation(key(0), 1e-9)
+
+
 def test_tokenizing_counts_documents_tokens_characters_and_unknowns():
     spec = character_spec("abc\n")
     texts = ["abc\nab", "xa", "c"]
