@@ -70,6 +70,27 @@ def test_startup_errors_exit_with_what_was_expected(tmp_path, capsys):
     assert "--max_batch_size must be at least 1" in capsys.readouterr().err
 
 
+
+@pytest.mark.parametrize("flag, accepted, rejected", [
+    ("port", ["0", "65535"], ["-1", "65536"]),
+    ("max_batch_size", ["1"], ["0"]),
+    ("max_body_bytes", ["1"], ["0"]),
+    ("max_string_bytes", ["1"], ["0"]),
+    ("max_instances_per_request", ["1"], ["0"]),
+    ("max_new_tokens", ["1"], ["0"]),
+    ("batch_timeout_micros", ["0"], ["-1"]),
+    ("request_timeout", ["1e-6"], ["0", "-1"]),
+])
+def test_each_server_flag_takes_its_limit_and_refuses_one_past_it(
+        flag, accepted, rejected, capsys):
+    for value in accepted:
+        assert str(getattr(parse_flags(["--model_dir=x", f"--{flag}={value}"]), flag)) in (
+            value, str(float(value)))
+    for value in rejected:
+        with pytest.raises(SystemExit):
+            parse_flags(["--model_dir=x", f"--{flag}={value}"])
+        assert f"--{flag} must be" in capsys.readouterr().err
+
 @contextlib.contextmanager
 def server_from_command_line(export_dir, *flags):
     """The server `python -m tfnlp.serve --model_dir=EXPORT_DIR --port=0
