@@ -274,6 +274,32 @@ def test_the_task_weighs_the_labels_by_the_labelled_examples():
         == pytest.approx(cross_entropy, rel=1e-6)
 
 
+
+def test_alpha_at_its_ends_gives_one_term_alone_and_just_past_them_is_refused():
+    batch = {"logits": tf.constant([[0.0, 1.0], [2.0, 0.0]]),
+             "teacher_logits": tf.constant([[1.0, 0.0], [0.0, 0.0]]),
+             "label": tf.constant([1, -1]), "input_mask": tf.ones([2, 3])}
+
+    def task(alpha):
+        return DistillationTask(lambda logits, training=None: logits, ("logits",),
+                                temperature=2.0, alpha=alpha)
+
+    def loss_and_result(alpha):
+        student = task(alpha)
+        loss = float(student.loss(batch, batch["logits"], student.batch_totals(batch)))
+        sums = {name: float(value) for name, value in
+                student.sums(batch, batch["logits"]).items()}
+        return loss, student.results(sums)["loss"]
+
+    teacher = float(tf.reduce_mean(soft_target_loss(batch["teacher_logits"],
+                                                    batch["logits"], 2.0)))
+    cross_entropy = float(np.log1p(np.exp(-1.0)))
+    assert loss_and_result(1.0) == pytest.approx((teacher, teacher), rel=1e-6)
+    assert loss_and_result(0.0) == pytest.approx((cross_entropy, cross_entropy), rel=1e-6)
+    for alpha in (-1e-9, 1.0 + 1e-9):
+        with pytest.raises(ValueError, match=r"in \[0, 1\]"):
+            task(alpha)
+
 # --- The BERT student --------------------------------------------------------
 
 WORDPIECES = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", *FILLER, *POSITIVE,
