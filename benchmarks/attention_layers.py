@@ -14,8 +14,6 @@ means tfnlp is faster).
 """
 
 import argparse
-import os
-import platform
 import time
 
 import keras
@@ -23,7 +21,7 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
-from benchmarks.reporting import FIGURES_KEY, time_figures, write_report
+from benchmarks.reporting import FIGURES_KEY, machine_description, time_figures, write_report
 from tfnlp import layers
 
 
@@ -115,8 +113,8 @@ def main():
         })
 
     print(f"forward+backward, XLA, batch {args.batch_size} × length {args.length} × "
-          f"hidden {args.hidden}, {args.heads} heads, on {platform.processor() or platform.machine()} "
-          f"({os.cpu_count()} cores), backend {keras.backend.backend()}")
+          f"hidden {args.hidden}, {args.heads} heads, on {machine_description()}, "
+          f"backend {keras.backend.backend()}")
     print(f"{'layer':36} {'tfnlp ms':>9} {'reference ms':>13} {'ratio':>7} {'max |diff|':>11}")
     for row in rows:
         print(f"{row['layer']:36} {row['tfnlp_ms']:9.2f} {row['reference_ms']:13.2f} "

@@ -32,8 +32,6 @@ the tokens/s and the MFU of tfnlp against keras-hub's.
 """
 
 import argparse
-import os
-import platform
 import time
 
 import keras
@@ -223,8 +221,6 @@ def main(argv=None):
         "results": results,
         "ratio": {"value": ratio, "goal": SPEED_GOAL, "met": ratio >= SPEED_GOAL},
         FIGURES_KEY: figures(flags.config, results),
-        "machine": {"python": platform.python_version(), "platform": platform.platform(),
-                    "cpus": os.cpu_count()},
     }
     write_report(report, flags.output)
     return report

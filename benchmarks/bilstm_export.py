@@ -18,13 +18,12 @@ time (below 1 means the fused kernel is faster).
 """
 
 import argparse
-import platform
 import time
 
 import numpy as np
 import tensorflow as tf
 
-from benchmarks.reporting import FIGURES_KEY, time_figures, write_report
+from benchmarks.reporting import FIGURES_KEY, machine_description, time_figures, write_report
 from tfnlp.export.fused_lstm import fused_logits
 from tfnlp.models import BiLSTMClassifier
 
@@ -66,7 +65,7 @@ def main(argv=None):
         rows.append({"batch": batch, "words": words, "tfnlp_ms": float(np.median(fused_times)),
                      "reference": "Keras LSTM layers (tf.while_loop)",
                      "reference_ms": float(np.median(keras_times))})
-    print(f"BiLSTMClassifier tang2019, {platform.processor() or platform.machine()}")
+    print(f"BiLSTMClassifier tang2019, {machine_description()}")
     print(f"{'batch':>5} {'words':>5} {'Keras ms':>9} {'fused ms':>9} {'ratio':>6}")
     for row in rows:
         print(f"{row['batch']:>5} {row['words']:>5} {row['reference_ms']:>9.3f} "

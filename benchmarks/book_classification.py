@@ -54,7 +54,6 @@ import collections
 import csv
 import hashlib
 import os
-import platform
 import shutil
 import time
 
@@ -377,7 +376,6 @@ def main(argv=None):
         FIGURES_KEY: headline_figures(baselines, pretrained, scratch),
         "note": CAVEAT,
         "flags": vars(flags),
-        "platform": platform.platform(),
     }
     write_report(output, flags.output)
     return output

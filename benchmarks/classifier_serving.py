@@ -49,7 +49,6 @@ import csv
 import importlib.util
 import json
 import os
-import platform
 import tempfile
 from pathlib import Path
 
@@ -262,10 +261,7 @@ def main(argv=None):
                               reference=reference,
                               reference_value=rows[reference]["sentences_per_second"]))
     write_report({"settings": vars(flags), "weights": "trained" if trained else "random",
-                  "results": rows, FIGURES_KEY: figures,
-                  "machine": {"python": platform.python_version(),
-                              "platform": platform.platform(), "cpus": os.cpu_count(),
-                              "tensorflow": tf.__version__}}, flags.output)
+                  "results": rows, FIGURES_KEY: figures}, flags.output)
     return rows
 
 

@@ -26,8 +26,6 @@ Speed-up = reference time / tfnlp time (above 1 means tfnlp is faster).
 """
 
 import argparse
-import os
-import platform
 import time
 
 import keras
@@ -36,7 +34,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from benchmarks.reporting import FIGURES_KEY, time_figures, write_report
+from benchmarks.reporting import FIGURES_KEY, machine_description, time_figures, write_report
 from tfnlp import decoding, layers
 
 
@@ -202,7 +200,7 @@ def main():
 
     print(f"XLA, batch {args.batch_size}, {length} tokens, vocabulary {args.vocabulary_size}, "
           f"{args.layers} blocks × hidden {args.hidden}, {args.heads} heads, on "
-          f"{platform.processor() or platform.machine()} ({os.cpu_count()} cores), "
+          f"{machine_description()}, "
           f"backend {keras.backend.backend()}")
     print(f"{'case':52} {'tfnlp ms':>9} {'reference ms':>13} {'speed-up':>9} {'same ids':>9}  "
           "reference")

@@ -31,7 +31,6 @@ whose figures are each student's examples/s against its reference's.
 
 import argparse
 import os
-import platform
 import re
 import shutil
 import statistics
@@ -41,7 +40,7 @@ import tempfile
 
 import tensorflow as tf
 
-from benchmarks.reporting import FIGURES_KEY, figure, from_root, write_report
+from benchmarks.reporting import FIGURES_KEY, figure, from_root, machine_description, write_report
 from tfnlp.data import distillation_schema
 
 SST2_TRAIN = "../shared/data/cls/sst2-train.tsv"
@@ -141,9 +140,8 @@ def main(argv=None):
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
-    machine = (f"{platform.processor() or platform.machine()} ({os.cpu_count()} cores), "
-               f"{platform.platform()}")
-    print(f"trainer.distill on SST-2's {records:,} training sentences, on {machine}")
+    print(f"trainer.distill on SST-2's {records:,} training sentences, on "
+          f"{machine_description()}")
     print(f"{'student':16} {'batching':16} {'examples/s':>11} {'tokens/s':>9}")
     rows = []
     for student, cases in results.items():
@@ -157,10 +155,7 @@ def main(argv=None):
                            ours["examples_per_second"], "examples/s",
                            reference=f"{student}, batches padded to {SEQUENCE_LENGTH}",
                            reference_value=reference["examples_per_second"]))
-    report = {"settings": vars(flags), "records": records,
-              "machine": {"description": machine, "python": platform.python_version(),
-                          "cpus": os.cpu_count()},
-              "results": results, FIGURES_KEY: rows}
+    report = {"settings": vars(flags), "records": records, "results": results, FIGURES_KEY: rows}
     write_report(report, flags.output)
     return results
 

@@ -35,8 +35,6 @@ benchmarks/results/lm_generation.json) whose "figures" are those ratios.
 """
 
 import argparse
-import os
-import platform
 import tempfile
 import time
 from pathlib import Path
@@ -224,9 +222,7 @@ def main(argv=None):
                           reference="the in-process Keras model",
                           reference_value=in_process * 1000, goal=EXPORT_GOAL,
                           higher_is_better=False))
-    report = {"parameters": vars(flags), "results": rows, FIGURES_KEY: figures,
-              "machine": {"python": platform.python_version(), "platform": platform.platform(),
-                          "cpus": os.cpu_count()}}
+    report = {"parameters": vars(flags), "results": rows, FIGURES_KEY: figures}
     write_report(report, flags.output)
     return report
 

@@ -27,8 +27,6 @@ are tfnlp's tokens/s and MFU against keras-hub's.
 """
 
 import argparse
-import os
-import platform
 import time
 
 import keras
@@ -180,8 +178,6 @@ def main(argv=None):
         "matmul_flops_per_second": matmul_rate,
         "results": results,
         FIGURES_KEY: figures(results),
-        "machine": {"python": platform.python_version(), "platform": platform.platform(),
-                    "cpus": os.cpu_count()},
     }
     write_report(report, flags.output)
     return report

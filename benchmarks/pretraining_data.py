@@ -49,7 +49,6 @@ environment's installation on first use), with `--scale=4` in about 90.
 import argparse
 import json
 import os
-import platform
 import shutil
 import struct
 import subprocess
@@ -352,8 +351,6 @@ def main(argv=None):
             "tfnlp": package_versions(
                 sys.executable, ["tensorflow", "tensorflow-text", "apache-beam"]),
         },
-        "machine": {"python": platform.python_version(), "platform": platform.platform(),
-                    "cpus": os.cpu_count()},
     }
     write_report(report, flags.output)
     return report

@@ -1,10 +1,13 @@
 """What the benchmarks share to report: paths from the repository root, the
-headline figures `python -m benchmarks` collects, and the JSON report.
+headline figures `python -m benchmarks` collects, the machine, and the
+JSON report.
 
 Every benchmark's report (the JSON it writes with `write_report`) holds a
 list under "figures": its headline measurements, each made by `figure`
-with the reference it was measured against in the same run. The suite
-(`benchmarks.suite`) reads that list into benchmarks/RESULTS.md.
+with the reference it was measured against in the same run, and under
+"machine" what `machine` says of the machine it ran on (`write_report`
+adds it). The suite (`benchmarks.suite`) reads the figures into
+benchmarks/RESULTS.md, under `machine_description`.
 
 Example:
 
@@ -15,11 +18,22 @@ Example:
     (4.28, True)
 """
 
+import importlib.metadata
 import json
 import os
+import platform
+import sys
 
 REPOSITORY_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIGURES_KEY = "figures"
+MACHINE_KEY = "machine"
+# The packages whose versions a report gives, where the benchmark imported
+# them: module name → distribution name.
+REPORTED_PACKAGES = {
+    "tensorflow": "tensorflow", "tensorflow_text": "tensorflow-text", "keras": "keras",
+    "keras_hub": "keras-hub", "jax": "jax", "apache_beam": "apache-beam",
+    "tokenizers": "tokenizers", "numpy": "numpy",
+}
 
 
 def from_root(path):
@@ -76,9 +90,47 @@ def time_figures(rows, name):
             for row in rows]
 
 
+def machine_description():
+    """The CPU, its cores, the memory, the OS and Python, in one line."""
+    cpu = platform.processor() or platform.machine()
+    memory = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as file:
+            names = [line.split(":", 1)[1].strip() for line in file
+                     if line.startswith("model name")]
+        cpu = names[0] if names else cpu
+        with open("/proc/meminfo", encoding="utf-8") as file:
+            kilobytes = int(file.readline().split()[1])
+        memory = f", {kilobytes / 2**20:.0f} GB memory"
+    except (OSError, IndexError, ValueError):
+        pass
+    return (f"{cpu}, {os.cpu_count()} cores{memory}, {platform.system()} "
+            f"{platform.release()}, Python {platform.python_version()}")
+
+
+def machine():
+    """The machine of a report, as a dict: `machine_description`, the
+    platform, the cores, Python, Keras' backend (where Keras is imported)
+    and the versions of the `REPORTED_PACKAGES` the benchmark imported."""
+    versions = {}
+    for module, distribution in REPORTED_PACKAGES.items():
+        if module in sys.modules:
+            try:
+                versions[module] = importlib.metadata.version(distribution)
+            except importlib.metadata.PackageNotFoundError:
+                pass
+    description = {"description": machine_description(), "platform": platform.platform(),
+                   "cpus": os.cpu_count(), "python": platform.python_version()}
+    if "keras" in sys.modules:
+        description["backend"] = sys.modules["keras"].backend.backend()
+    return {**description, "versions": versions}
+
+
 def write_report(report, output):
-    """Writes `report` as indented JSON to `output` (from the repository
-    root), creating its folder, and says where."""
+    """Writes `report`, with the `machine` it ran on, as indented JSON to
+    `output` (from the repository root), creating its folder, and says
+    where."""
+    report = {**report, MACHINE_KEY: machine()}
     output = from_root(output)
     os.makedirs(os.path.dirname(output), exist_ok=True)
     with open(output, "w", encoding="utf-8") as file:

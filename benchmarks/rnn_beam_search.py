@@ -87,8 +87,6 @@ resolved from the repository root.
 """
 
 import argparse
-import os
-import platform
 import time
 
 import keras
@@ -96,7 +94,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from benchmarks.reporting import FIGURES_KEY, figure, write_report
+from benchmarks.reporting import FIGURES_KEY, figure, machine_description, write_report
 from tfnlp import decoding
 from tfnlp.data.translation_schema import BOS_ID, EOS_ID
 from tfnlp.models.seq2seq.rnn_seq2seq import ATTENTIONS, RNN_PRESETS, RNNSeq2Seq
@@ -435,12 +433,10 @@ def main(argv=None):
                   if name != REFERENCE}
     speedup = rows[REFERENCE]["median_seconds"] / rows[OURS]["median_seconds"]
 
-    machine = (f"{platform.processor() or platform.machine()} ({os.cpu_count()} cores), "
-               f"{platform.platform()}")
     print(f"Beam search on RNNSeq2Seq {flags.preset} ({flags.attention}, vocabulary "
           f"{flags.vocabulary_size}, {model.count_params():,d} parameters, random weights): "
           f"batch {flags.batch_size}, source length {flags.source_length}, beam {beam}, "
-          f"max length {length}, no length penalty; on {machine}")
+          f"max length {length}, no length penalty; on {machine_description()}")
     print(f"output kernel x {logit_factor:.4g} (first-step logit std {flags.logit_std:g}); "
           f"best hypotheses {np.mean(reference['scores'] / reference['lengths']):.2f} nats a "
           f"token; steps run: {steps} of {length}; {beam_tokens:,d} beam tokens; best "
@@ -462,9 +458,6 @@ def main(argv=None):
         return rows
     report = {
         "settings": vars(flags),
-        "machine": {"description": machine, "python": platform.python_version(),
-                    "cpus": os.cpu_count(), "tensorflow": tf.__version__,
-                    "keras": keras.__version__, "backend": keras.backend.backend()},
         "parameters": int(model.count_params()),
         "output_kernel_factor": logit_factor,
         "best_scores": reference["scores"].tolist(),

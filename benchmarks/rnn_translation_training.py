@@ -72,14 +72,12 @@ benchmarks/results/rnn_translation_training.json; not with --quick unless
 """
 
 import argparse
-import os
-import platform
 
 import keras
 import numpy as np
 from keras import ops
 
-from benchmarks.reporting import FIGURES_KEY, write_report
+from benchmarks.reporting import FIGURES_KEY, machine_description, write_report
 from benchmarks.translation_training import (
     add_data_and_timing_flags,
     data_report,
@@ -319,11 +317,9 @@ def main(argv=None):
             results[attention][case] = summarise(times, warmup, tokens, positions,
                                                    REFERENCES[attention])
 
-    machine = (f"{platform.processor() or platform.machine()} ({os.cpu_count()} cores), "
-               f"{platform.platform()}")
     print(f"Training tokens/s, RNNSeq2Seq {flags.preset} vs Keras layers of the same sizes "
           f"(vocabulary {flags.vocabulary_size}, dropout {flags.dropout}), backend {backend}, "
-          f"on {machine}")
+          f"on {machine_description()}")
     print(f"batches: {len(batches)} real Multi30k batches, shapes {epoch['chosen_shapes']} "
           f"({epoch['chosen_shapes_token_share']:.0%} of an epoch's real tokens); {tokens} real "
           f"tokens of {positions} positions")
@@ -343,8 +339,6 @@ def main(argv=None):
     report = {
         "settings": vars(flags),
         "backend": backend,
-        "machine": {"description": machine, "python": platform.python_version(),
-                    "cpus": os.cpu_count(), "keras": keras.__version__},
         "data": data_report(data),
         "parameters": parameters,
         "results": results,

@@ -82,7 +82,6 @@ serving_default` called one at a time.
 import argparse
 import json
 import os
-import platform
 import re
 import shutil
 import signal
@@ -91,12 +90,12 @@ import sys
 import tempfile
 import time
 
-import keras
 import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the text signature's ops)
 
-from benchmarks.reporting import FIGURES_KEY, REPOSITORY_ROOT, figure, from_root, write_report
+from benchmarks.reporting import (
+    FIGURES_KEY, REPOSITORY_ROOT, figure, from_root, machine_description, write_report)
 from tfnlp.export import BertTextPreprocessor, export_saved_model
 from tfnlp.models import BertConfig, BertEncoder
 from tfnlp.serve import rest_api
@@ -467,8 +466,7 @@ def config_figures(result):
 
 def print_table(results, args):
     print(f"\nBERT encoders (random weights), sequence length {args.sequence_length}, "
-          f"on {platform.processor() or platform.machine()} ({os.cpu_count()} cores), "
-          f"TF {tf.__version__}")
+          f"on {machine_description()}, TF {tf.__version__}")
     header = (f"{'config':6} {'path':28} {'batch':>5} {'p50 ms':>9} {'p99 ms':>9} "
               f"{'spread ms':>15} {'examples/s':>10} {'ratio':>6}  reference")
     print(header)
@@ -535,12 +533,6 @@ def main():
 
     write_report({
         "settings": {**vars(args), "texts": len(texts), "weights": "random"},
-        "machine": {
-            "platform": platform.platform(), "processor": platform.processor(),
-            "machine": platform.machine(), "cpu_count": os.cpu_count(),
-            "python": platform.python_version(), "tensorflow": tf.__version__,
-            "tensorflow_text": tensorflow_text.__version__, "keras": keras.__version__,
-        },
         "total_seconds": round(time.perf_counter() - started, 1),
         "results": results,
         FIGURES_KEY: [row for result in results for row in config_figures(result)],

@@ -47,14 +47,12 @@ Reads the vocabulary and WikiText-2 (test) from ../shared/data.
 import argparse
 import json
 import os
-import platform
 import shutil
 import tempfile
 import threading
 import time
 
 import keras
-import tensorflow as tf
 
 from benchmarks.reporting import FIGURES_KEY, figure, from_root, write_report
 from benchmarks.serving import ServerProcess, load_texts
@@ -234,8 +232,6 @@ def main(argv=None):
         "settings": vars(args),
         "rows": rows,
         FIGURES_KEY: figures(rows, args),
-        "machine": {"python": platform.python_version(), "tensorflow": tf.__version__,
-                    "cpus": os.cpu_count()},
     }, args.output)
 
 

@@ -23,13 +23,12 @@ import dataclasses
 import datetime
 import json
 import os
-import platform
 import re
 import subprocess
 import sys
 import time
 
-from benchmarks.reporting import FIGURES_KEY, REPOSITORY_ROOT, from_root
+from benchmarks.reporting import FIGURES_KEY, REPOSITORY_ROOT, from_root, machine_description
 
 DATA_DIR = "../shared/data"
 RESULTS_FILE = "benchmarks/RESULTS.md"
@@ -224,24 +223,6 @@ def run_benchmark(benchmark, size, reports_dir, log_dir):
 def log_tail(path, lines=LOG_TAIL_LINES):
     with open(path, encoding="utf-8", errors="replace") as file:
         return "".join(file.readlines()[-lines:])
-
-
-def machine_description():
-    """The CPU, its cores, the memory, the OS and Python, in one line."""
-    cpu = platform.processor() or platform.machine()
-    memory = ""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as file:
-            names = [line.split(":", 1)[1].strip() for line in file
-                     if line.startswith("model name")]
-        cpu = names[0] if names else cpu
-        with open("/proc/meminfo", encoding="utf-8") as file:
-            kilobytes = int(file.readline().split()[1])
-        memory = f", {kilobytes / 2**20:.0f} GB memory"
-    except (OSError, IndexError, ValueError):
-        pass
-    return (f"{cpu}, {os.cpu_count()} cores{memory}, {platform.system()} "
-            f"{platform.release()}, Python {platform.python_version()}")
 
 
 def commit_description():

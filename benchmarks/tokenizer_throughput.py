@@ -40,14 +40,14 @@ os.environ["RAYON_NUM_THREADS"] = "1"
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
 
 import argparse  # noqa: E402
-import platform  # noqa: E402
 import time  # noqa: E402
 
 import tensorflow as tf  # noqa: E402
 import tensorflow_text as tf_text  # noqa: E402
 import tokenizers  # noqa: E402
 
-from benchmarks.reporting import FIGURES_KEY, figure, from_root, write_report  # noqa: E402
+from benchmarks.reporting import (  # noqa: E402
+    FIGURES_KEY, figure, from_root, machine_description, write_report)
 from tfnlp.text import normalization  # noqa: E402
 from tfnlp.text.bert_tokenizer import BertTokenizer  # noqa: E402
 from tfnlp.text.vocabulary import load_vocabulary  # noqa: E402
@@ -296,14 +296,10 @@ def main():
         "builtin_over_tfnlp": round(speed[names[1]] / speed[names[0]], 3),
     }
 
-    machine = {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-               "cpu_count": os.cpu_count(), "python": platform.python_version(),
-               "tensorflow": tf.__version__, "tensorflow_text": tf_text.__version__,
-               "tokenizers": tokenizers.__version__}
     print(f"{len(lines)} non-empty lines, {megabytes:.3f} MB of UTF-8, of {input_file}; "
           f"batches of {args.batch_size} lines; lower_case={args.lower_case}; one thread; "
-          f"best of {args.repeats} interleaved passes; on {machine['processor']} "
-          f"({machine['cpu_count']} cores), traces per tf.function: {traces}")
+          f"best of {args.repeats} interleaved passes; on {machine_description()}, "
+          f"traces per tf.function: {traces}")
     print(f"{'tokenizer':44} {'MB/s':>8} {'seconds':>8} {'cpu/wall':>8} {'tokens':>10} "
           f"{'lines = tfnlp':>14} {'differ':>7}")
     for row in rows:
@@ -322,7 +318,7 @@ def main():
     result = {"settings": {**vars(args), "input_file": input_file, "vocab_file": vocab_file,
                            "lines": len(lines), "megabytes": round(megabytes, 6),
                            "threads": 1},
-              "machine": machine, "results": rows, "ratios": ratios,
+              "results": rows, "ratios": ratios,
               FIGURES_KEY: headline_figures(names, speed)}
     if args.breakdown:
         with tf.device("/CPU:0"):

@@ -47,7 +47,6 @@ resolved from the repository root.
 import argparse
 import math
 import os
-import platform
 import shutil
 import tempfile
 import time
@@ -271,8 +270,6 @@ def main(argv=None):
         "length_measures": cases,
         "notes": notes,
         "versions": {"tensorflow": tf.__version__},
-        "machine": {"python": platform.python_version(), "platform": platform.platform(),
-                    "cpus": os.cpu_count()},
         FIGURES_KEY: [row for name, case in cases.items() for row in figures(name, case)],
     }
     write_report(report, flags.output)

@@ -97,7 +97,6 @@ greedy export's. Relative paths are resolved from the repository root.
 import argparse
 import glob
 import os
-import platform
 import shutil
 import tempfile
 import time
@@ -107,7 +106,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the text signature's SentencepieceOp)
 
-from benchmarks.reporting import FIGURES_KEY, figure, from_root, write_report
+from benchmarks.reporting import FIGURES_KEY, figure, from_root, machine_description, write_report
 from benchmarks.translation_inputs import (
     SENTENCEPIECE_MODEL,
     SHARD_PATTERN,
@@ -490,9 +489,8 @@ def benchmark(flags, versions, vocab_file, description):
         if greedy and row["export"] != "greedy":
             row["beam_over_greedy"] = row["mean_ms"] / greedy["mean_ms"]
 
-    machine = (f"{platform.processor() or platform.machine()} ({os.cpu_count()} cores), "
-               f"{platform.platform()}, TensorFlow {tf.__version__}")
-    print(f"Translation SavedModel serving, in process, on {machine}")
+    print(f"Translation SavedModel serving, in process, on {machine_description()}, "
+          f"TensorFlow {tf.__version__}")
     if "records" in description:
         losses = description.get("first_losses", [])[:1] + description.get("last_losses", [])[-1:]
         if description["source"] != "trained here":
@@ -528,10 +526,7 @@ def benchmark(flags, versions, vocab_file, description):
               f"{optional('share_at_length_bound', 8, '.0%')} "
               f"{optional('text_over_ids', 8, '.2f')} {optional('beam_over_greedy', 11, '.2f')} "
               f"{'' if same is None else str(same):>11}")
-    report = {"settings": vars(flags), "machine": {"description": machine,
-                                                  "python": platform.python_version(),
-                                                  "cpus": os.cpu_count()},
-              "export": dict(description, versions=meta), "results": rows,
+    report = {"settings": vars(flags), "export": dict(description, versions=meta), "results": rows,
               FIGURES_KEY: figures(rows)}
     if flags.output:
         write_report(report, flags.output)

@@ -98,7 +98,6 @@ import collections
 import glob
 import math
 import os
-import platform
 import time
 
 import keras
@@ -106,7 +105,7 @@ import keras_hub
 import numpy as np
 from keras import ops
 
-from benchmarks.reporting import FIGURES_KEY, figure, write_report
+from benchmarks.reporting import FIGURES_KEY, figure, machine_description, write_report
 from benchmarks.translation_inputs import SHARD_PATTERN, add_data_flags, shards_directory
 from tfnlp.losses import label_smoothed_cross_entropy
 from tfnlp.models.seq2seq import PRESETS, TransformerSeq2Seq
@@ -475,11 +474,9 @@ def main(argv=None):
         times, warmup = measure(trainers(models, flags, jit_compile), device_batches, rounds)
         results[case] = summarise(times, warmup, tokens, positions)
 
-    machine = (f"{platform.processor() or platform.machine()} ({os.cpu_count()} cores), "
-               f"{platform.platform()}")
     print(f"Training tokens/s, TransformerSeq2Seq {flags.preset} vs keras-hub layers of the same "
           f"sizes (vocabulary {flags.vocabulary_size}, dropout {flags.dropout}, label smoothing "
-          f"{flags.label_smoothing}, Adam), backend {backend}, on {machine}")
+          f"{flags.label_smoothing}, Adam), backend {backend}, on {machine_description()}")
     print(f"batches: {len(batches)} real Multi30k batches of {flags.max_tokens_per_batch} padded "
           f"positions a side, shapes (batch, source length, batch, target length) "
           f"{epoch['chosen_shapes']} ({epoch['chosen_shapes_token_share']:.0%} of an epoch's "
@@ -514,9 +511,6 @@ def main(argv=None):
     report = {
         "settings": vars(flags),
         "backend": backend,
-        "machine": {"description": machine, "python": platform.python_version(),
-                    "cpus": os.cpu_count(), "keras": keras.__version__,
-                    "keras_hub": keras_hub.__version__},
         "data": data_report(data),
         "parameters": parameters,
         "results": results,

@@ -44,11 +44,9 @@ import collections
 import functools
 import logging
 import os
-import platform
 import tempfile
 import time
 
-import apache_beam as beam
 import keras_hub
 import numpy as np
 import tensorflow as tf
@@ -57,7 +55,7 @@ from tensorflow_text.tools.wordpiece_vocab import (
     wordpiece_tokenizer_learner_lib as learner_lib,
 )
 
-from benchmarks.reporting import FIGURES_KEY, figure, from_root, write_report
+from benchmarks.reporting import FIGURES_KEY, figure, from_root, machine_description, write_report
 from pipelines import wordpiece_vocab, wordpiece_words
 from tfnlp.text import normalization
 from tfnlp.text.bert_tokenizer import BertTokenizer
@@ -306,15 +304,11 @@ def main():
         "beam_stats_words_counted": beam_stats["words_counted"],
     }
 
-    machine = {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-               "cpu_count": os.cpu_count(), "python": platform.python_version(),
-               "tensorflow": tf.__version__, "tensorflow_text": tf_text.__version__,
-               "keras_hub": keras_hub.__version__, "apache_beam": beam.__version__}
     words = sum(word_counts.values())
     print(f"{len(lines)} non-empty lines, {words} words ({len(word_counts)} distinct), "
           f"{megabytes:.3f} MB, of {input_file}; vocab_size={args.vocab_size}, "
           f"lower_case={args.lower_case}; best of {args.repeats} (keras_hub first each time); "
-          f"on {machine['processor']} ({machine['cpu_count']} cores); measured with "
+          f"on {machine_description()}; measured with "
           "tfnlp.text.BertTokenizer")
     print(f"{'method':40} {'seconds':>8} {'learner s':>9} {'vocab':>6} {'learned':>7} "
           f"{'[UNK] share':>11} {'pieces':>9} {'pieces/line':>11} {'pieces/word':>11}")
@@ -344,7 +338,7 @@ def main():
                            "distinct_words": len(word_counts),
                            "reserved_tokens": list(SPECIAL_TOKENS),
                            "tfnlp_runner": "default (FnApiRunner, in-process)"},
-              "machine": machine, "results": rows, "comparison": comparison,
+              "results": rows, "comparison": comparison,
               FIGURES_KEY: headline_figures(keras_row, tfnlp_row)}
     write_report(result, args.output)
 
