@@ -1,7 +1,7 @@
 """Which book is a sentence from? Fine-tuning with and without pretraining.
 
     python -m benchmarks.book_classification [--pretrained_model_dir=PRETRAINING_RUN \\
-        --pretrain_steps=1000 --work_dir=/tmp/book_classification --epochs=3 \\
+        --pretrain_steps=1000 --work_dir=WORK_DIR --epochs=3 \\
         --learning_rate=2e-4 --max_seq_length=64 --global_batch_size=32]
 
 The acceptance experiment of fine-tuning: a small real classification task
@@ -55,6 +55,7 @@ import csv
 import hashlib
 import os
 import shutil
+import tempfile
 import time
 
 import numpy as np
@@ -276,7 +277,8 @@ def parse_flags(argv=None):
     parser.add_argument("--min_words", type=int, default=6)
     parser.add_argument("--train_per_book", type=int, default=300)
     parser.add_argument("--test_per_book", type=int, default=100)
-    parser.add_argument("--work_dir", default="/tmp/book_classification")
+    parser.add_argument("--work_dir",
+                        default=os.path.join(tempfile.gettempdir(), "book_classification"))
     parser.add_argument("--max_seq_length", type=int, default=64)
     parser.add_argument("--global_batch_size", type=int, default=32)
     parser.add_argument("--epochs", type=int, default=3)

@@ -2,7 +2,7 @@
 each trained for the same budget: a number of steps, or wall-clock time.
 
     python -m benchmarks.rnn_attention_variants [--train_data='mt/train/translation-*' \\
-        --eval_data='mt/val/translation-*'] [--runs_dir=/tmp/variants] \\
+        --eval_data='mt/val/translation-*'] [--runs_dir=RUNS_DIR] \\
         [--train_steps=2300 | --stop_time_hours=0.33] [--attentions=none,luong_dot,...] \\
         [-- --config=small --learning_rate=2e-3 ...]
     python -m benchmarks.rnn_attention_variants --quick    # a smoke run of about 2 minutes
