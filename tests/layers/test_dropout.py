@@ -62,3 +62,34 @@ def test_attention_layers_keep_the_keras_variables():
     block(x)
     assert isinstance(block.feedforward_dropout, Dropout)
     assert isinstance(block.self_attention.attention_dropout, Dropout)
+
+
+def test_an_element_whose_bits_equal_the_threshold_is_kept():
+    # The documented drop probability round(rate * 2**31) / 2**31: an element
+    # is dropped when its 31 bits are below that threshold, kept from it on.
+    seed = np.array([9, 4])
+    bits = ops.convert_to_numpy(hash_random_bits((4, 64), seed)).ravel()
+    threshold = int(np.sort(bits)[100])
+    x = np.ones((4, 64), "float32")
+    y = ops.convert_to_numpy(hash_dropout(x, threshold / 2**31, seed)).ravel()
+    np.testing.assert_array_equal(y == 0, bits < threshold)
+    assert (y == 0).sum() == 100
+    # A rate of 0 keeps everything, unscaled.
+    np.testing.assert_array_equal(ops.convert_to_numpy(hash_dropout(x, 0.0, seed)), x)
+
+
+def test_the_mask_is_the_same_under_xla_with_a_noise_shape():
+    import tensorflow as tf
+
+    seed = np.array([3, 8])
+    x = np.arange(4 * 16 * 8, dtype="float32").reshape(4, 16, 8) + 1
+
+    def drop(inputs):
+        return hash_dropout(inputs, 0.3, seed, noise_shape=(None, 1, None))
+
+    eager = ops.convert_to_numpy(drop(x))
+    compiled = tf.function(drop, jit_compile=True)(tf.constant(x)).numpy()
+    np.testing.assert_array_equal(compiled, eager)
+    kept = eager != 0
+    np.testing.assert_array_equal(kept, np.broadcast_to(kept[:, :1], kept.shape))
+    assert 0.15 < 1 - kept.mean() < 0.45
