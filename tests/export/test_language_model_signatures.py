@@ -87,6 +87,21 @@ def test_a_prompt_starts_after_the_end_of_document_id_and_keeps_its_last_ids(
     assert ids.numpy()[2, 0] == eod and not ids.numpy()[2, 1:].any()
 
 
+
+def test_a_prompt_that_exactly_fills_the_width_keeps_its_end_of_document_id(
+        signatures, tokenizer):
+    # With the end-of-document id first, prompts of width - 1 and width ids
+    # are whole; one of width + 1 ids loses that id, and only that id.
+    width = CONTEXT - MAX_NEW_TOKENS + 1
+    texts = [TEXT[:width - 2], TEXT[:width - 1], TEXT[:width]]
+    ids, lengths = signatures.prompt_ids(tf.constant(texts))
+    assert lengths.numpy().tolist() == [width - 1, width, width]
+    eod = tokenizer.end_of_document_id
+    for row, text in enumerate(texts):
+        text_ids = tokenizer.tokenize(tf.constant([text])).numpy()[0].tolist()
+        expected = ([eod] + text_ids)[-width:]
+        assert ids.numpy()[row].tolist() == expected + [0] * (width - len(expected))
+
 def test_a_seed_reproduces_a_sample_alone_or_in_a_batch(signatures):
     alone = signatures.generate_with_options(tf.constant(["ROMEO:"]), **options(1, seed=11))
     batch = signatures.generate_with_options(
