@@ -25,8 +25,9 @@ whether the answer survives the truncation is only known after tokenizing,
 and those examples must be counted and left out before batching.
 
 Every dataset yields `(features, labels, sample_weights)` as
-`keras.Model.fit` takes them: `features` the dict of int32 `input_ids`,
-`input_mask` and `segment_ids` of shape `[batch, max_seq_length]`;
+`keras.Model.fit` takes them (`trainer.tasks.finetuning.batch_of` makes
+the training loop's batch dicts of them): `features` the dict of int32
+`input_ids`, `input_mask` and `segment_ids` of shape `[batch, max_seq_length]`;
 classification labels `[batch]`; token labels and weights `[batch,
 max_seq_length]`; span labels a dict of `start_logits` and `end_logits`
 positions `[batch]` (the output names of `BertSpanExtractor`).

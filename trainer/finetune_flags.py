@@ -16,6 +16,7 @@ from trainer.bert_models import (
 )
 from trainer.run_flags import (
     add_distribution_flags,
+    add_ema_flag,
     add_optimizer_flags,
     add_progress_flag,
     add_stop_time_flag,
@@ -34,7 +35,7 @@ def finetuning_parser():
         prog="python -m trainer.finetune",
         description="Fine-tunes BERT for classification, token classification or spans.",
         allow_abbrev=False,
-        conflict_handler="resolve",  # Its --verbose is also Keras' verbosity.
+        conflict_handler="resolve",  # Its --verbose also takes the old 0-2.
     )
     parser.add_argument("--task", choices=finetune_data.TASKS, required=True,
                         help="classification (a label per text or text pair), "
@@ -112,10 +113,7 @@ def finetuning_parser():
     add_optimizer_flags(training)
     training.add_argument("--clip_norm", type=float, default=1.0,
                           help="Clip the gradient to this global norm; 0 for none.")
-    training.add_argument("--ema_momentum", type=float, default=0.0,
-                          help="Keep an exponential moving average of the weights with "
-                               "this momentum (e.g. 0.999); the evaluations, checkpoints "
-                               "and export use the averaged weights. 0: none.")
+    add_ema_flag(training)
     add_distribution_flags(training)
     training.set_defaults(jit_compile=True)
     add_stop_time_flag(training)
@@ -137,8 +135,11 @@ def finetuning_parser():
                          help="Write the fine-tuned model as a SavedModel here.")
     outputs.add_argument("--verbose", type=int, choices=(0, 1, 2), nargs="?", const=2,
                          default=2,
-                         help="Keras fit verbosity (2: a line per epoch). A bare --verbose "
-                              "also prints the traceback of an error.")
+                         help="Accepted for older command lines, whose 0-2 was Keras "
+                              "fit's verbosity: the progress lines "
+                              "(--progress_every_seconds) report training now, whatever "
+                              "the value. A bare --verbose prints the traceback of an "
+                              "error.")
     return parser
 
 
@@ -160,9 +161,6 @@ def parse_flags(argv=None):
         parser.error(f"--eval_every_steps must not be negative, got {flags.eval_every_steps}.")
     if flags.learning_rate <= 0:
         parser.error(f"--learning_rate must be positive, got {flags.learning_rate}.")
-    if not 0 <= flags.ema_momentum < 1:
-        parser.error(f"--ema_momentum must be in [0, 1), e.g. 0.999, or 0 for none; "
-                     f"got {flags.ema_momentum}.")
     if flags.max_seq_length < 4:
         parser.error(f"--max_seq_length={flags.max_seq_length} is too short; use at least 4.")
     if not flags.init_checkpoint and not flags.config:

@@ -89,8 +89,8 @@ def add_ema_flag(group):
     (`trainer.optimization.averaged_weights`)."""
     group.add_argument("--ema_momentum", type=ema_momentum, default=0.0,
                        help="Keep an exponential moving average of the weights with "
-                            "this momentum (e.g. 0.999); the evaluations and the export "
-                            "use the averaged weights. 0: none.")
+                            "this momentum (e.g. 0.999); the evaluations (and a best "
+                            "checkpoint) and the export use the averaged weights. 0: none.")
 
 
 def add_optimizer_flags(group):

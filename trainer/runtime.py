@@ -191,6 +191,10 @@ class TrainingParts:
         images_every_steps: steps between `samples` calls (0: none).
         export: None, or `run -> None`, called on every worker at the end
             when `--export_dir` is given (see `export_at_end`).
+        loop_flags: None, or the loop's settings (`loop_schedule`'s flags,
+            `--keep_checkpoints`, `--clip_norm`, ...) where the command line
+            does not give them as they are (fine-tuning counts epochs);
+            None: the flags themselves.
     """
 
     model: keras.Model
@@ -205,6 +209,7 @@ class TrainingParts:
     samples: object = None
     images_every_steps: int = 0
     export: object = None
+    loop_flags: object = None
 
 
 def train_run(flags, build, description):
@@ -227,20 +232,21 @@ def train_run(flags, build, description):
     LOGGER.info("%s with %s on %d replica(s): %s (%s parameters).", description,
                 type(run.strategy).__name__, run.replicas, flags.config,
                 f"{parts.model.count_params():,}")
+    settings = parts.loop_flags or flags
     train_iterator, checkpoints, current_step = training_state(
-        run, parts.dataset_function, flags.seed, flags.keep_checkpoints,
+        run, parts.dataset_function, flags.seed, settings.keep_checkpoints,
         model=parts.model, optimizer=parts.optimizer, step=step,
     )
     loop = TrainingLoop(
         run.strategy, parts.task, parts.optimizer,
-        gradient_accumulation_steps=flags.gradient_accumulation_steps,
-        clip_norm=flags.clip_norm, jit_compile=flags.jit_compile,
+        gradient_accumulation_steps=settings.gradient_accumulation_steps,
+        clip_norm=settings.clip_norm, jit_compile=settings.jit_compile,
     )
-    logs = summaries.RunLogs(flags.model_dir, run.chief, flags.profile_steps)
+    logs = summaries.RunLogs(flags.model_dir, run.chief, settings.profile_steps)
     try:
         logs.writers.hparams(hparams(flags, parts.model_settings, run), parts.hparams_metrics)
         evaluator = parts.evaluator(loop, logs.writers, step) if parts.evaluator else None
-        loss = train(loop, train_iterator, checkpoints, logs, loop_schedule(flags, parts),
+        loss = train(loop, train_iterator, checkpoints, logs, loop_schedule(settings, parts),
                      optimization.learning_rate_schedule(parts.optimizer), current_step,
                      evaluator=evaluator, samples=parts.samples)
         # The model ends training with the averaged weights, if any; the

@@ -300,7 +300,10 @@ def test_classification_learns_a_separable_task(classification_run):
     assert json.loads((model_dir / "labels.json").read_text()) == ["is_bad", "is_good"]
     assert tf.train.latest_checkpoint(str(model_dir)).endswith("ckpt-40")
     assert os.listdir(model_dir / "tensorboard" / "train")
-    assert not (model_dir / "backup").exists()  # BackupAndRestore cleans up
+    # The shared loop's log: a line per step.
+    logged = [json.loads(line) for line in open(model_dir / "train_log.jsonl")]
+    assert [line["step"] for line in logged] == list(range(1, 41))
+    assert all(line["examples"] == 16 for line in logged)
     assert_hparams_metrics_are_logged(model_dir, "classification")
 
 
@@ -326,6 +329,8 @@ def test_evaluations_every_n_steps_keep_the_best_checkpoint(root):
     assert results["accuracy"] == pytest.approx(best["accuracy"])
     evaluations = tensorboard_values(str(model_dir), "eval")["metrics/accuracy"]
     assert [step for step, _ in evaluations] == [10, 20, 30]
+    logged = [json.loads(line) for line in open(model_dir / "eval_log.jsonl")]
+    assert [line["step"] for line in logged] == [10, 20, 30]
     evaluations = [float(value) for _, value in evaluations]
     assert best["accuracy"] == pytest.approx(max(evaluations))
     # trainer.export reads the best checkpoint (written without a save counter).
@@ -352,8 +357,8 @@ TASK_TAGS = {
 def assert_hparams_metrics_are_logged(model_dir, task):
     """The run's hparams are in `tensorboard/`, and every metric its HParams
     config declares is a scalar of the `train` run, at the last step (the
-    runs of these tests skip validation during `fit`; the `eval` run has
-    the names of the `train` one), beside the learning rate."""
+    runs of these tests skip validation during training; the `eval` run
+    has the names of the `train` one), beside the learning rate."""
     hparams = tensorboard_values(str(model_dir))
     assert {"_hparams_/session_start_info", "_hparams_/experiment"} <= set(hparams)
     declared = finetune.hparams_metrics(task)
