@@ -1,6 +1,8 @@
 """`tools.sentence_holdout`: held-out sentences take their phrases out of
 training."""
 
+import hashlib
+
 import pytest
 
 from tfnlp.command_line import run_main
@@ -41,6 +43,24 @@ def test_a_long_text_of_few_words_does_not_end_the_search_for_sentences():
     texts = ["incomprehensibly overlong", "a b c d", "e f g h"]
     assert sentence_holdout.find_sentences(texts, 3) == ["a b c d", "e f g h"]
 
+
+
+def test_a_text_of_exactly_min_words_words_is_a_sentence():
+    texts = ["a b c", "d e", "f g h i"]
+    assert sentence_holdout.find_sentences(texts, 3) == ["f g h i", "a b c"]
+    assert sentence_holdout.find_sentences(texts, 4) == ["f g h i"]
+
+
+def test_a_sentence_whose_hash_bucket_equals_the_fraction_stays_in_training():
+    # Held out when its bucket (MD5 mod 10,000) is below fraction * 10,000.
+    def bucket(text):
+        return int(hashlib.md5(text.encode("utf-8")).hexdigest(), 16) % 10_000
+
+    text = next(text for text in (f"sentence number {index}" for index in range(100))
+                if 0 < bucket(text) and bucket(text) / 10_000 * 10_000 == bucket(text))
+    at = bucket(text) / 10_000
+    assert not sentence_holdout.held_out(text, at)
+    assert sentence_holdout.held_out(text, (bucket(text) + 1) / 10_000)
 
 def test_the_command_writes_both_files_with_the_header(tmp_path, capsys):
     source = tmp_path / "train.tsv"
