@@ -340,10 +340,17 @@ def test_evaluations_every_n_steps_keep_the_best_checkpoint(root):
     np.testing.assert_array_equal(model.classifier_dense.kernel.numpy(), written)
 
 
-def test_stop_time_hours_ends_training_early(root):
+def test_stop_time_hours_ends_training_early_and_the_run_resumes(root):
+    model_dir = root / "stop_time"
     results = finetune.main(classification_flags(
-        root, root / "stop_time", "--train_steps=30", "--stop_time_hours=1e-9"))
+        root, model_dir, "--train_steps=30", "--stop_time_hours=1e-9"))
     assert results["step"] == 1
+    assert tf.train.latest_checkpoint(str(model_dir)).endswith("ckpt-1")
+    # The same command without the time limit goes on from step 1.
+    results = finetune.main(classification_flags(root, model_dir, "--train_steps=30"))
+    assert results["step"] == 30
+    steps = [json.loads(line)["step"] for line in open(model_dir / "train_log.jsonl")]
+    assert steps == list(range(1, 31))
 
 
 # The tags of the metrics of each task's HParams.
