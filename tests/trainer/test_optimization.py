@@ -6,7 +6,8 @@ import keras
 import pytest
 
 from trainer.optimization import (
-    COSINE_FINAL_FRACTION, OPTIMIZERS, create_optimizer, learning_rate_schedule)
+    COSINE_FINAL_FRACTION, OPTIMIZERS, WarmupPolynomialDecay, create_optimizer,
+    learning_rate_schedule)
 
 
 def rates(schedule, steps, learning_rate=1e-3, train_steps=1000, warmup_steps=100):
@@ -38,6 +39,31 @@ def test_linear_reaches_zero_and_inverse_sqrt_keeps_decaying():
     inverse = rates("inverse_sqrt", [100, 400])
     assert inverse[1] == pytest.approx(inverse[0] / 2, rel=1e-5)
 
+
+
+def test_no_warmup_starts_every_schedule_at_its_peak():
+    # "0 for none": step 0 already trains at the full rate.
+    assert rates("linear", [0, 500], warmup_steps=0) == pytest.approx([1e-3, 5e-4], rel=1e-5)
+    assert rates("cosine", [0], warmup_steps=0) == pytest.approx([1e-3], rel=1e-5)
+    # inverse_sqrt needs a warmup of at least 1 step: 0 is taken as 1.
+    assert rates("inverse_sqrt", [0, 1, 4], warmup_steps=0) == pytest.approx(
+        [0.0, 1e-3, 5e-4], rel=1e-5, abs=1e-12)
+
+
+def test_a_warmup_as_long_as_training_peaks_at_the_last_step():
+    assert rates("linear", [500, 1000], warmup_steps=1000) == pytest.approx(
+        [5e-4, 1e-3], rel=1e-5)
+    with pytest.raises(ValueError, match="warmup_steps <= decay_steps"):
+        rates("linear", [0], warmup_steps=1001)
+
+
+def test_the_polynomial_decay_combines_its_power_and_end_rate():
+    schedule = WarmupPolynomialDecay(1e-3, decay_steps=110, warmup_steps=10,
+                                     end_learning_rate=1e-4, power=2.0)
+    # Halfway through the decay: (peak - end) * (1/2) ** 2 + end.
+    expected = [0.5e-3, 1e-3, 0.9e-3 * 0.25 + 1e-4, 1e-4, 1e-4]
+    assert [float(schedule(step)) for step in (5, 10, 60, 110, 200)] == pytest.approx(
+        expected, rel=1e-5)
 
 def test_an_unknown_schedule_names_the_choices():
     with pytest.raises(ValueError, match="linear, inverse_sqrt, cosine"):
