@@ -276,16 +276,12 @@ def test_a_seed_of_zero_reproduces_a_sample_alone_or_in_a_batch(signatures):
     # The documented promise is "a seed of 0 or more": 0 is a seed, not
     # "no seed" (negative seeds draw a random one).
     alone = signatures.generate_with_options(tf.constant(["ROMEO:"]), **options(1, seed=0))
-    again = signatures.generate_with_options(tf.constant(["ROMEO:"]), **options(1, seed=0))
     batch = signatures.generate_with_options(
         tf.constant(["To be, or", "ROMEO:"]), **options(2, seed=[1, 0]))
-    expected = alone["completions"].numpy()[0]
-    assert again["completions"].numpy()[0] == expected
-    assert batch["completions"].numpy()[1] == expected
-    randoms = {signatures.generate_with_options(
-        tf.constant(["ROMEO:"]), **options(1, seed=-1))["completions"].numpy()[0]
-        for _ in range(3)}
-    assert len(randoms) > 1
+    assert batch["completions"].numpy()[1] == alone["completions"].numpy()[0]
+    randoms = signatures.generate_with_options(
+        tf.constant(["ROMEO:"] * 2), **options(2, seed=-1))["completions"].numpy()
+    assert randoms[0] != randoms[1]
 
 
 def test_max_new_tokens_at_the_export_s_limit_and_past_it(repeats_a, tokenizer):
