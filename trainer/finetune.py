@@ -67,7 +67,8 @@ With `--ema_momentum` (e.g. 0.999) the optimizer keeps a moving average of
 the weights, and the evaluations, the best checkpoint and the export use
 the average (`trainer.optimization.averaged_weights`; Polyak and
 Juditsky, 1992). A run started again with the same command resumes from
-its latest checkpoint.
+its latest checkpoint (not a checkpoint of the earlier trainer on Keras'
+`fit`, which `trainer.export` still exports).
 
 Writes into `--model_dir`:
 
@@ -359,8 +360,23 @@ def evaluate_dataset(loop, run, dataset):
     return evaluate(loop, iter(distributed_batches(run, loop.task, dataset)), steps)
 
 
+def check_resumable(model_dir):
+    """Raises UsageError when the latest checkpoint of `model_dir` was
+    written by the earlier fine-tuning trainer (Keras `fit`: no optimizer
+    beside the model), which the loop cannot resume; `trainer.export` still
+    exports it."""
+    latest = tf.train.latest_checkpoint(model_dir)
+    if latest and not any(name.startswith("optimizer/")
+                          for name, _ in tf.train.list_variables(latest)):
+        raise UsageError(
+            f"{latest} was written by the earlier fine-tuning trainer, whose runs do not "
+            "resume on the training loop. Export it with `python -m trainer.export "
+            f"--model_dir={model_dir}`, or fine-tune into a new --model_dir.")
+
+
 def run(flags):
     """Fine-tunes as the flags say; returns the final evaluation's metrics (a dict)."""
+    check_resumable(flags.model_dir)
     state = {}
 
     def build(run):

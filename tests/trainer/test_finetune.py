@@ -353,6 +353,13 @@ def test_stop_time_hours_ends_training_early_and_the_run_resumes(root):
     assert steps == list(range(1, 31))
 
 
+def test_a_run_of_the_earlier_fit_trainer_is_not_resumed(root, tmp_path):
+    # Its checkpoints held the model and the step, with no optimizer beside them.
+    tf.train.Checkpoint(step=tf.Variable(10, dtype=tf.int64)).save(str(tmp_path / "ckpt"))
+    with pytest.raises(finetune.UsageError, match="earlier fine-tuning trainer"):
+        finetune.main(classification_flags(root, tmp_path, "--train_steps=30"))
+
+
 # The tags of the metrics of each task's HParams.
 TASK_TAGS = {
     "classification": ["loss/loss", "metrics/accuracy"],
