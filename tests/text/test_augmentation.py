@@ -300,3 +300,20 @@ def test_masking_swapping_and_ngrams_together_follow_their_probabilities(swap):
         assert abs(outcomes[outcome] / words - expected) < 0.02, (outcome, outcomes)
     cut = 1 - uncut / augmenter.statistics.candidates
     assert abs(cut - 0.4) < 0.04, cut
+
+
+def test_an_ngram_longer_than_the_sentence_keeps_the_whole_sentence():
+    # n is uniform in 1..5 and a 3-word sentence is kept whole for n >= 3,
+    # so 3/5 of the candidates are the sentence itself (duplicates), not
+    # 1/3 as with n uniform in 1..3; a 1-gram starts anywhere, uniformly.
+    sentences = [[f"a{index}", f"b{index}", f"c{index}"] for index in range(3000)]
+    augmenter = TransferSetAugmenter.from_sentences(
+        sentences, mask_probability=0.0, swap_probability=0.0, ngram_probability=1.0,
+        samples_per_sentence=1, seed=2)
+    samples = [sample for sentence in sentences for sample in augmenter.augment(sentence)]
+    assert abs(augmenter.statistics.dropped_duplicates / 3000 - 0.6) < 0.03
+    lengths = collections.Counter(len(sample) for sample in samples)
+    assert set(lengths) == {1, 2}
+    assert abs(lengths[1] / 3000 - 0.2) < 0.03 and abs(lengths[2] / 3000 - 0.2) < 0.03
+    starts = collections.Counter(sample[0][0] for sample in samples if len(sample) == 1)
+    assert all(abs(starts[letter] / lengths[1] - 1 / 3) < 0.06 for letter in "abc")
