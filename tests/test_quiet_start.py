@@ -88,9 +88,9 @@ print("tensorflow" in sys.modules, file=sys.stderr)
 """
 RUN_SUBCOMMAND = """
 import sys
-from tfnlp import cli
+from tfnlp_cli import commands
 try:
-    cli.SUBCOMMANDS_BY_NAME[sys.argv[1]].run(["--help"])
+    commands.SUBCOMMANDS_BY_NAME[sys.argv[1]].run(["--help"])
 except SystemExit:
     pass
 print("tensorflow" in sys.modules, file=sys.stderr)

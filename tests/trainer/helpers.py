@@ -10,6 +10,7 @@ import random
 import subprocess
 import sys
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -200,3 +201,38 @@ def restored_pretraining_model(model_dir):
     status.assert_existing_objects_matched()
     status.expect_partial()
     return model
+
+
+class LineTask:
+    """Fits y = 3x with one weight from 0: the mean squared error."""
+
+    sum_names = ("loss_sum", "examples", "tokens")
+
+    def __init__(self):
+        self.model = keras.Sequential([
+            keras.Input((1,)),
+            keras.layers.Dense(1, use_bias=False, kernel_initializer="zeros")])
+
+    def forward(self, batch, training=None):
+        return self.model(batch["x"], training=training)
+
+    def batch_totals(self, batch):
+        return {"examples": tf.cast(tf.shape(batch["x"])[0], tf.float32)}
+
+    def loss(self, batch, outputs, totals):
+        return tf.reduce_sum(tf.square(outputs - batch["y"])) / totals["examples"]
+
+    def sums(self, batch, outputs):
+        examples = tf.cast(tf.shape(batch["x"])[0], tf.float32)
+        return {"loss_sum": tf.reduce_sum(tf.square(outputs - batch["y"])),
+                "examples": examples, "tokens": examples}
+
+    def results(self, totals):
+        return {"loss": totals["loss_sum"] / max(totals["examples"], 1.0)}
+
+    def step_record(self, sums):
+        return {}
+
+
+def kernel(model):
+    return float(model.layers[0].kernel.numpy()[0, 0])

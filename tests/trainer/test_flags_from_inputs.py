@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from tests.trainer import helpers
-from tfnlp import cli
+from tfnlp_cli import commands
 from tfnlp.command_line import UsageError
 from tfnlp.data import pretraining_schema
 from tfnlp.data.file_names import STATS_FILE
@@ -88,7 +88,7 @@ def test_pretrain_refuses_a_vocab_size_the_vocabulary_does_not_have_before_any_w
     index error."""
     model_dir = tmp_path / "run"
     with pytest.raises(SystemExit) as exit_status:
-        cli.main(["pretrain", *pretraining_flags(
+        commands.main(["pretrain", *pretraining_flags(
             pretraining_data, model_dir, "--vocab_size=50",
             f"--max_seq_length={helpers.MAX_SEQ_LENGTH}",
             f"--max_predictions_per_seq={helpers.MAX_PREDICTIONS}")])

@@ -9,46 +9,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.trainer.helpers import LineTask, kernel
 from trainer import optimization
 from trainer.summaries import RunLogs
 from trainer.training_loop import LoopSchedule, TrainingLoop, train
 
 MOMENTUM = 0.8
-
-
-class LineTask:
-    """Fits y = 3x with one weight from 0: the mean squared error."""
-
-    sum_names = ("loss_sum", "examples", "tokens")
-
-    def __init__(self):
-        self.model = keras.Sequential([
-            keras.Input((1,)),
-            keras.layers.Dense(1, use_bias=False, kernel_initializer="zeros")])
-
-    def forward(self, batch, training=None):
-        return self.model(batch["x"], training=training)
-
-    def batch_totals(self, batch):
-        return {"examples": tf.cast(tf.shape(batch["x"])[0], tf.float32)}
-
-    def loss(self, batch, outputs, totals):
-        return tf.reduce_sum(tf.square(outputs - batch["y"])) / totals["examples"]
-
-    def sums(self, batch, outputs):
-        examples = tf.cast(tf.shape(batch["x"])[0], tf.float32)
-        return {"loss_sum": tf.reduce_sum(tf.square(outputs - batch["y"])),
-                "examples": examples, "tokens": examples}
-
-    def results(self, totals):
-        return {"loss": totals["loss_sum"] / max(totals["examples"], 1.0)}
-
-    def step_record(self, sums):
-        return {}
-
-
-def kernel(model):
-    return float(model.layers[0].kernel.numpy()[0, 0])
 
 
 def train_a_line(tmp_path, ema_momentum):

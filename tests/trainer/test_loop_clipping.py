@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.trainer.test_loop_averaged_weights import LineTask, kernel
+from tests.trainer.helpers import LineTask, kernel
 from trainer.training_loop import TrainingLoop
 
 # LineTask's gradient at its initial weight 0 over x = linspace(-1, 1, 8):
