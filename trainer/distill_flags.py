@@ -10,9 +10,14 @@ from trainer.bert_models import check_sequence_fits, checkpoint_config
 from trainer.distillation_models import STUDENTS
 from trainer.model_registry import model_family
 from trainer.run_flags import (
+    add_export_dir_flag,
+    add_global_batch_size_flag,
     add_loop_output_flags,
     add_loop_training_flags,
+    add_model_dir_flag,
     add_schedule_flag,
+    add_seed_flag,
+    add_train_steps_flag,
     check_config_flag,
     check_counts,
     check_output_flags,
@@ -56,8 +61,7 @@ def distillation_parser():
                            "--teacher, agreement with the teacher, at every evaluation.")
     data.add_argument("--text_column", default="text", help="--eval_data's text column.")
     data.add_argument("--label_column", default="label", help="--eval_data's label column.")
-    data.add_argument("--global_batch_size", type=int, default=32,
-                      help="Texts per step over all replicas.")
+    add_global_batch_size_flag(data, "Texts", default=32)
     data.add_argument("--shuffle_buffer", type=int, default=10_000,
                       help="Records in the training data's shuffle buffer.")
     data.add_argument("--max_seq_length", type=int, default=None,
@@ -69,8 +73,7 @@ def distillation_parser():
                            "of these widths (and --max_seq_length), and each batch is "
                            "padded to the narrowest width that holds its longest text; "
                            "empty: batches in record order, padded to --max_seq_length.")
-    data.add_argument("--seed", type=int, default=0,
-                      help="Seeds the initial weights, dropout and the data order.")
+    add_seed_flag(data)
 
     objective = parser.add_argument_group("objective")
     objective.add_argument("--objective", choices=OBJECTIVES, default="distill",
@@ -89,9 +92,8 @@ def distillation_parser():
                                 "cross-entropy with the gold labels of the labelled records.")
 
     student = parser.add_argument_group("student")
-    student.add_argument("--model_dir", required=True,
-                         help="Checkpoints, TensorBoard logs, train_log.jsonl, "
-                              "vocabulary.txt (BiLSTM).")
+    add_model_dir_flag(student, "Checkpoints, TensorBoard logs, train_log.jsonl, "
+                                "vocabulary.txt (BiLSTM).")
     student.add_argument("--student", choices=STUDENTS, default="bilstm",
                          help="bilstm: Tang et al.'s word-level BiLSTM; bert: a BERT of "
                               "--student_layers layers initialised from --teacher.")
@@ -145,17 +147,16 @@ def distillation_parser():
                      "kept as it is (Kim 2014; Tang et al. 2019), concatenated.")
 
     training = parser.add_argument_group("training")
-    training.add_argument("--train_steps", type=int, required=True,
-                          help="Training steps, of --global_batch_size texts each.")
+    add_train_steps_flag(training, "Training steps, of --global_batch_size texts each.")
     add_schedule_flag(training, "linear")
     add_loop_training_flags(training)
 
     outputs = parser.add_argument_group("checkpoints, evaluation, logs and export")
     add_loop_output_flags(outputs)
-    outputs.add_argument("--export_dir", default="",
-                         help="Write the student (the best checkpoint by dev accuracy when "
-                              "there is one) as a SavedModel whose serving_default takes "
-                              "raw text, as a BERT classifier's export does.")
+    add_export_dir_flag(outputs, "the student (the best checkpoint by dev accuracy when "
+                                 "there is one)",
+                        "SavedModel whose serving_default takes raw text (as a BERT "
+                        "classifier's export does)")
     parser.set_defaults(learning_rate=None, warmup_steps=None, weight_decay=0.01,
                         clip_norm=1.0)
     # The defaults that `parse_flags` resolves, in the shared flags' help.

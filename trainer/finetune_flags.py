@@ -17,9 +17,14 @@ from trainer.bert_models import (
 from trainer.run_flags import (
     add_distribution_flags,
     add_ema_flag,
+    add_export_dir_flag,
+    add_global_batch_size_flag,
+    add_model_dir_flag,
     add_optimizer_flags,
     add_progress_flag,
+    add_seed_flag,
     add_stop_time_flag,
+    add_train_steps_flag,
     check_output_flags,
     value_from_inputs,
 )
@@ -66,12 +71,10 @@ def finetuning_parser():
                            "narrowest of these widths (and --max_seq_length) that holds "
                            "it; empty: every batch padded to --max_seq_length (always so "
                            "with --strategy=tpu).")
-    data.add_argument("--seed", type=int, default=0,
-                      help="Seeds the head's initial weights, dropout and the data order.")
+    add_seed_flag(data, "the head's initial weights")
 
     model = parser.add_argument_group("model")
-    model.add_argument("--model_dir", required=True,
-                       help="Checkpoints, TensorBoard logs, labels.json, eval_results.json.")
+    add_model_dir_flag(model, "Checkpoints, TensorBoard logs, labels.json, eval_results.json.")
     model.add_argument("--init_checkpoint", default="",
                        help="A pretraining model_dir or checkpoint prefix, or a Hugging "
                             "Face BERT directory; empty: train from scratch.")
@@ -100,12 +103,11 @@ def finetuning_parser():
                        help="Dropout before the (token) classification layer.")
 
     training = parser.add_argument_group("training")
-    training.add_argument("--global_batch_size", type=int, default=32,
-                          help="Examples per step over all replicas.")
+    add_global_batch_size_flag(training, default=32)
     training.add_argument("--epochs", type=int, default=3,
                           help="Passes over the training data (without --train_steps).")
-    training.add_argument("--train_steps", type=int, default=0,
-                          help="Train exactly this many steps (instead of --epochs).")
+    add_train_steps_flag(training, "Train exactly this many steps (instead of --epochs).",
+                         default=0)
     training.add_argument("--learning_rate", type=float, default=2e-5,
                           help="The peak learning rate (after the warmup).")
     training.add_argument("--warmup_steps", type=int, default=None,
@@ -131,8 +133,7 @@ def finetuning_parser():
     outputs.add_argument("--log_every_steps", type=int, default=100,
                          help="Steps between TensorBoard training scalars.")
     add_progress_flag(outputs)
-    outputs.add_argument("--export_dir", default="",
-                         help="Write the fine-tuned model as a SavedModel here.")
+    add_export_dir_flag(outputs, "the fine-tuned model")
     outputs.add_argument("--verbose", type=int, choices=(0, 1, 2), nargs="?", const=2,
                          default=2,
                          help="Accepted for older command lines, whose 0-2 was Keras "

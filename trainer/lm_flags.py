@@ -3,9 +3,14 @@
 from tfnlp.command_line import ArgumentParser
 from trainer.model_registry import families_of, model_family
 from trainer.run_flags import (
+    add_export_dir_flag,
+    add_global_batch_size_flag,
     add_loop_output_flags,
     add_loop_training_flags,
+    add_model_dir_flag,
     add_schedule_flag,
+    add_seed_flag,
+    add_train_steps_flag,
     check_config_flag,
     check_counts,
     check_run_flags,
@@ -36,16 +41,13 @@ def language_model_parser():
     data.add_argument("--tokenizer_dir", default="",
                       help="Where the data job wrote its tokenizer (default: the folder "
                            "of the first training shard).")
-    data.add_argument("--global_batch_size", type=int, default=64,
-                      help="Windows of sequence_length + 1 tokens per global batch.")
+    add_global_batch_size_flag(data, "Windows of sequence_length + 1 tokens", default=64)
     data.add_argument("--shuffle_buffer", type=int, default=10_000,
                       help="Windows in the training data's shuffle buffer.")
-    data.add_argument("--seed", type=int, default=0,
-                      help="Seeds the initial weights, dropout and the data order.")
+    add_seed_flag(data)
 
     model = parser.add_argument_group("model")
-    model.add_argument("--model_dir", required=True,
-                       help="Checkpoints, TensorBoard logs and train_log.jsonl.")
+    add_model_dir_flag(model)
     model.add_argument("--model", choices=MODELS, default=MODELS[0],
                        help="The decoder family.")
     model.add_argument("--config", default="tiny",
@@ -56,8 +58,7 @@ def language_model_parser():
                             "sublayer's output.")
 
     training = parser.add_argument_group("training")
-    training.add_argument("--train_steps", type=int, required=True,
-                          help="Training steps, of --global_batch_size windows each.")
+    add_train_steps_flag(training, "Training steps, of --global_batch_size windows each.")
     add_schedule_flag(training, "cosine")
     training.add_argument("--adam_beta_2", type=float, default=0.99,
                           help="Adam's beta_2, the decay of its squared-gradient average.")
@@ -76,10 +77,9 @@ def language_model_parser():
     outputs.add_argument("--sample_top_p", type=float, default=0.9,
                          help="The samples draw from the smallest set of tokens whose "
                               "probability reaches this (nucleus sampling; 1: all).")
-    outputs.add_argument("--export_dir", default="",
-                         help="Write the model (the best checkpoint by validation loss when "
-                              "there is one) as a SavedModel with `generate` and `score` "
-                              "signatures here.")
+    add_export_dir_flag(outputs, "the model (the best checkpoint by validation loss when "
+                                 "there is one)",
+                        "SavedModel with `generate` and `score` signatures")
     # nanoGPT's recipe for small models: AdamW, weight decay 0.1, beta2 0.99,
     # cosine decay after a short warmup, gradients clipped at 1.
     parser.set_defaults(learning_rate=1e-3, warmup_steps=100, weight_decay=0.1,

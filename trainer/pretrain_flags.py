@@ -15,8 +15,13 @@ from tfnlp.text import load_vocabulary
 from trainer.bert_models import check_bert_config_flag, config_from_name
 from trainer.run_files import read_json
 from trainer.run_flags import (
+    add_export_dir_flag,
+    add_global_batch_size_flag,
     add_loop_output_flags,
     add_loop_training_flags,
+    add_model_dir_flag,
+    add_seed_flag,
+    add_train_steps_flag,
     check_counts,
     check_output_flags,
     check_tfrecord_flag,
@@ -64,12 +69,10 @@ def pretraining_parser():
                      "(default: as the data's stats.json records it, else true).")
     data.add_argument("--shuffle_buffer", type=int, default=10_000,
                       help="Records in the training data's shuffle buffer.")
-    data.add_argument("--seed", type=int, default=0,
-                      help="Seeds the initial weights, dropout and the data order.")
+    add_seed_flag(data)
 
     model = parser.add_argument_group("model")
-    model.add_argument("--model_dir", required=True,
-                       help="Checkpoints, TensorBoard logs and train_log.jsonl.")
+    add_model_dir_flag(model)
     model.add_argument("--config", default="base",
                        help="A BertConfig preset (tiny, mini, small, base, large) or a "
                             "BertConfig JSON file; its vocab_size is a default, which "
@@ -87,11 +90,9 @@ def pretraining_parser():
                             "config's).")
 
     training = parser.add_argument_group("training")
-    training.add_argument("--global_batch_size", type=int, required=True,
-                          help="Examples per step over all replicas.")
-    training.add_argument("--train_steps", type=int, required=True,
-                          help="Training steps; the learning rate decays linearly to 0 "
-                               "at the last.")
+    add_global_batch_size_flag(training)
+    add_train_steps_flag(training, "Training steps; the learning rate decays linearly to 0 "
+                                   "at the last.")
     add_loop_training_flags(training)
 
     outputs = parser.add_argument_group("checkpoints, logs and export")
@@ -100,8 +101,7 @@ def pretraining_parser():
                          help="Global batches per evaluation.")
     outputs.add_argument("--attention_images_every_steps", type=int, default=1000,
                          help="Steps between attention heatmaps (0: none).")
-    outputs.add_argument("--export_dir", default="",
-                         help="Write the trained encoder as a SavedModel here.")
+    add_export_dir_flag(outputs, "the trained encoder")
     return parser
 
 

@@ -22,6 +22,39 @@ from trainer.optimization import OPTIMIZERS, SCHEDULES
 from trainer.runtime import MIXED_PRECISION
 
 
+def add_model_dir_flag(group, contents="Checkpoints, TensorBoard logs and train_log.jsonl."):
+    """Adds every trainer's required `--model_dir`; `contents`, its help,
+    says what the run writes there."""
+    group.add_argument("--model_dir", required=True, help=contents)
+
+
+def add_export_dir_flag(group, model, kind="SavedModel"):
+    """Adds `--export_dir` (default: no export): "Write `model` as a `kind`
+    here."."""
+    group.add_argument("--export_dir", default="", help=f"Write {model} as a {kind} here.")
+
+
+def add_seed_flag(group, weights="the initial weights"):
+    """Adds `--seed` (default 0), which seeds `weights`, dropout and the
+    data order."""
+    group.add_argument("--seed", type=int, default=0,
+                       help=f"Seeds {weights}, dropout and the data order.")
+
+
+def add_global_batch_size_flag(group, items="Examples", default=None):
+    """Adds `--global_batch_size`: `items` per step over all replicas;
+    required when `default` is None."""
+    group.add_argument("--global_batch_size", type=int, default=default,
+                       required=default is None,
+                       help=f"{items} per step over all replicas.")
+
+
+def add_train_steps_flag(group, help, default=None):
+    """Adds `--train_steps`, with `help`; required when `default` is None."""
+    group.add_argument("--train_steps", type=int, default=default, required=default is None,
+                       help=help)
+
+
 def add_distribution_flags(group, jit_compile=True):
     """Adds `--strategy`, `--tpu`, `--mixed_precision` (and `--jit_compile`)."""
     group.add_argument("--strategy", choices=STRATEGIES, default="default",

@@ -12,9 +12,13 @@ from tfnlp.data.file_names import STATS_FILE
 from tfnlp.models.seq2seq import ATTENTIONS
 from trainer.model_registry import families_of, model_family
 from trainer.run_flags import (
+    add_export_dir_flag,
     add_loop_output_flags,
     add_loop_training_flags,
+    add_model_dir_flag,
     add_schedule_flag,
+    add_seed_flag,
+    add_train_steps_flag,
     check_config_flag,
     check_counts,
     check_run_flags,
@@ -99,12 +103,10 @@ def translation_parser():
                            f"else {DEFAULT_MAX_LENGTH}).")
     data.add_argument("--shuffle_buffer", type=int, default=100_000,
                       help="Sentence pairs in the training data's shuffle buffer.")
-    data.add_argument("--seed", type=int, default=0,
-                      help="Seeds the initial weights, dropout and the data order.")
+    add_seed_flag(data)
 
     model = parser.add_argument_group("model")
-    model.add_argument("--model_dir", required=True,
-                       help="Checkpoints, TensorBoard logs and train_log.jsonl.")
+    add_model_dir_flag(model)
     model.add_argument("--model", choices=MODELS, default="transformer",
                        help="TransformerSeq2Seq, or RNNSeq2Seq (the LSTM encoder-decoder).")
     model.add_argument("--config", default="tiny",
@@ -123,9 +125,8 @@ def translation_parser():
                             "the encoder's final states.")
 
     training = parser.add_argument_group("training")
-    training.add_argument("--train_steps", type=int, required=True,
-                          help="Training steps, of about --max_tokens_per_batch tokens "
-                               "each.")
+    add_train_steps_flag(training, "Training steps, of about --max_tokens_per_batch tokens "
+                                   "each.")
     training.add_argument("--label_smoothing", type=float, default=0.1,
                           help="The label-smoothing epsilon of the cross-entropy (0: none).")
     add_schedule_flag(training, "inverse_sqrt")
@@ -142,9 +143,8 @@ def translation_parser():
                          help="The Transformer's heatmaps: its last block's cross-attention "
                               "averaged over the heads (one image a sentence), or one image "
                               "a head.")
-    outputs.add_argument("--export_dir", default="",
-                         help="Write the model (the best checkpoint by validation BLEU "
-                              "when there is one) as a text-in/text-out SavedModel here.")
+    add_export_dir_flag(outputs, "the model (the best checkpoint by validation BLEU when "
+                                 "there is one)", "text-in/text-out SavedModel")
     decoding = parser.add_argument_group("decoding (evaluation and export)")
     add_decoding_flags(decoding)
     # Translation's own defaults; add_loop_training_flags' are BERT pretraining's.
