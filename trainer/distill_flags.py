@@ -17,6 +17,7 @@ from trainer.run_flags import (
     add_model_dir_flag,
     add_schedule_flag,
     add_seed_flag,
+    add_shuffle_buffer_flag,
     add_train_steps_flag,
     check_config_flag,
     check_counts,
@@ -62,8 +63,7 @@ def distillation_parser():
     data.add_argument("--text_column", default="text", help="--eval_data's text column.")
     data.add_argument("--label_column", default="label", help="--eval_data's label column.")
     add_global_batch_size_flag(data, "Texts", default=32)
-    data.add_argument("--shuffle_buffer", type=int, default=10_000,
-                      help="Records in the training data's shuffle buffer.")
+    add_shuffle_buffer_flag(data)
     data.add_argument("--max_seq_length", type=int, default=None,
                       help="The most tokens of a text the student reads (words for the "
                            "BiLSTM, WordPieces with [CLS] and [SEP] for BERT); default: "

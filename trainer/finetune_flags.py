@@ -15,10 +15,13 @@ from trainer.bert_models import (
     check_bert_config_flag, check_inputs_fit, checkpoint_config, config_from_name,
 )
 from trainer.run_flags import (
+    add_clip_norm_flag,
     add_distribution_flags,
     add_ema_flag,
     add_export_dir_flag,
     add_global_batch_size_flag,
+    add_keep_checkpoints_flag,
+    add_learning_rate_flag,
     add_model_dir_flag,
     add_optimizer_flags,
     add_progress_flag,
@@ -108,13 +111,11 @@ def finetuning_parser():
                           help="Passes over the training data (without --train_steps).")
     add_train_steps_flag(training, "Train exactly this many steps (instead of --epochs).",
                          default=0)
-    training.add_argument("--learning_rate", type=float, default=2e-5,
-                          help="The peak learning rate (after the warmup).")
+    add_learning_rate_flag(training, 2e-5)
     training.add_argument("--warmup_steps", type=int, default=None,
                           help="Linear warmup steps; default: 10%% of the steps.")
     add_optimizer_flags(training)
-    training.add_argument("--clip_norm", type=float, default=1.0,
-                          help="Clip the gradient to this global norm; 0 for none.")
+    add_clip_norm_flag(training)
     add_ema_flag(training)
     add_distribution_flags(training)
     training.set_defaults(jit_compile=True)
@@ -127,9 +128,7 @@ def finetuning_parser():
     outputs.add_argument("--eval_every_steps", type=int, default=0,
                          help="With --eval_data: steps between evaluations (and "
                               "checkpoints) instead of --eval_every_epochs.")
-    outputs.add_argument("--keep_checkpoints", type=int, default=2,
-                         help="How many of the latest checkpoints are kept in --model_dir "
-                              "(the best is kept apart, in best/).")
+    add_keep_checkpoints_flag(outputs, 2, "the best is kept apart, in best/")
     outputs.add_argument("--log_every_steps", type=int, default=100,
                          help="Steps between TensorBoard training scalars.")
     add_progress_flag(outputs)

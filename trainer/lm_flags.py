@@ -3,6 +3,7 @@
 from tfnlp.command_line import ArgumentParser
 from trainer.model_registry import families_of, model_family
 from trainer.run_flags import (
+    add_adam_beta_2_flag,
     add_export_dir_flag,
     add_global_batch_size_flag,
     add_loop_output_flags,
@@ -10,6 +11,8 @@ from trainer.run_flags import (
     add_model_dir_flag,
     add_schedule_flag,
     add_seed_flag,
+    add_shard_data_flags,
+    add_shuffle_buffer_flag,
     add_train_steps_flag,
     check_config_flag,
     check_counts,
@@ -31,19 +34,14 @@ def language_model_parser():
         allow_abbrev=False,
     )
     data = parser.add_argument_group("data")
-    data.add_argument("--train_data", required=True,
-                      help=f"Comma-separated globs of the training shards of "
-                           f"python -m {DATA_WRITER}.")
-    data.add_argument("--eval_data", default="",
-                      help="Comma-separated globs of the validation shards; all of them "
-                           "are evaluated (loss, perplexity, bits per character) at every "
-                           "evaluation.")
+    add_shard_data_flags(data, DATA_WRITER,
+                         "all of them are evaluated (loss, perplexity, bits per character) "
+                         "at every evaluation")
     data.add_argument("--tokenizer_dir", default="",
                       help="Where the data job wrote its tokenizer (default: the folder "
                            "of the first training shard).")
     add_global_batch_size_flag(data, "Windows of sequence_length + 1 tokens", default=64)
-    data.add_argument("--shuffle_buffer", type=int, default=10_000,
-                      help="Windows in the training data's shuffle buffer.")
+    add_shuffle_buffer_flag(data, "Windows")
     add_seed_flag(data)
 
     model = parser.add_argument_group("model")
@@ -60,8 +58,7 @@ def language_model_parser():
     training = parser.add_argument_group("training")
     add_train_steps_flag(training, "Training steps, of --global_batch_size windows each.")
     add_schedule_flag(training, "cosine")
-    training.add_argument("--adam_beta_2", type=float, default=0.99,
-                          help="Adam's beta_2, the decay of its squared-gradient average.")
+    add_adam_beta_2_flag(training, 0.99)
     add_loop_training_flags(training)
 
     outputs = parser.add_argument_group("checkpoints, evaluation, samples, logs and export")

@@ -21,6 +21,8 @@ from trainer.run_flags import (
     add_loop_training_flags,
     add_model_dir_flag,
     add_seed_flag,
+    add_shard_data_flags,
+    add_shuffle_buffer_flag,
     add_train_steps_flag,
     check_counts,
     check_output_flags,
@@ -48,10 +50,7 @@ def pretraining_parser():
         allow_abbrev=False,
     )
     data = parser.add_argument_group("data")
-    data.add_argument("--train_data", required=True,
-                      help="Comma-separated globs of the training TFRecord shards.")
-    data.add_argument("--eval_data", default="",
-                      help="Comma-separated globs of the evaluation shards.")
+    add_shard_data_flags(data, DATA_WRITER)
     data.add_argument("--max_seq_length", type=int, default=None,
                       help="The records' sequence length, [CLS] and both [SEP] included "
                            "(default: that of --train_data's records, else "
@@ -67,8 +66,7 @@ def pretraining_parser():
     add_boolean_flag(data, "do_lower_case", None,
                      "Whether the data was lower-cased, recorded for the export "
                      "(default: as the data's stats.json records it, else true).")
-    data.add_argument("--shuffle_buffer", type=int, default=10_000,
-                      help="Records in the training data's shuffle buffer.")
+    add_shuffle_buffer_flag(data)
     add_seed_flag(data)
 
     model = parser.add_argument_group("model")

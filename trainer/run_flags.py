@@ -55,6 +55,51 @@ def add_train_steps_flag(group, help, default=None):
                        help=help)
 
 
+def add_shard_data_flags(group, writer, evaluation=""):
+    """Adds `--train_data` (required) and `--eval_data` (default: none):
+    comma-separated globs of the TFRecord shards of `python -m writer`;
+    `evaluation`, when given, says what an evaluation does with them."""
+    group.add_argument("--train_data", required=True,
+                       help=f"Comma-separated globs of the training shards of "
+                            f"python -m {writer}.")
+    group.add_argument("--eval_data", default="",
+                       help="Comma-separated globs of the validation shards"
+                            + (f"; {evaluation}." if evaluation else "."))
+
+
+def add_shuffle_buffer_flag(group, items="Records", default=10_000):
+    """Adds `--shuffle_buffer`: how many `items` the training data's
+    shuffle buffer holds."""
+    group.add_argument("--shuffle_buffer", type=int, default=default,
+                       help=f"{items} in the training data's shuffle buffer.")
+
+
+def add_adam_beta_2_flag(group, default):
+    """Adds `--adam_beta_2`, `default` when not given."""
+    group.add_argument("--adam_beta_2", type=float, default=default,
+                       help="Adam's beta_2, the decay of its squared-gradient average.")
+
+
+def add_learning_rate_flag(group, default):
+    """Adds `--learning_rate`, the peak after the warmup."""
+    group.add_argument("--learning_rate", type=float, default=default,
+                       help="The peak learning rate (after the warmup).")
+
+
+def add_clip_norm_flag(group):
+    """Adds `--clip_norm` (default 1.0; 0: no clipping)."""
+    group.add_argument("--clip_norm", type=float, default=1.0,
+                       help="Clip the gradient to this global norm; 0 for none.")
+
+
+def add_keep_checkpoints_flag(group, default=5, kept_apart=""):
+    """Adds `--keep_checkpoints`; `kept_apart`, a parenthesis of the help,
+    says where a checkpoint that is not counted goes."""
+    group.add_argument("--keep_checkpoints", type=int, default=default,
+                       help="How many of the latest checkpoints are kept in --model_dir"
+                            + (f" ({kept_apart})." if kept_apart else "."))
+
+
 def add_distribution_flags(group, jit_compile=True):
     """Adds `--strategy`, `--tpu`, `--mixed_precision` (and `--jit_compile`)."""
     group.add_argument("--strategy", choices=STRATEGIES, default="default",
@@ -89,14 +134,12 @@ def add_loop_training_flags(group):
     `--ema_momentum`, the distribution flags and `--stop_time_hours`. The
     defaults are BERT pretraining's; a trainer changes them with
     `parser.set_defaults`."""
-    group.add_argument("--learning_rate", type=float, default=1e-4,
-                       help="The peak learning rate (after the warmup).")
+    add_learning_rate_flag(group, 1e-4)
     group.add_argument("--warmup_steps", type=int, default=10_000,
                        help="Steps over which the learning rate rises linearly from 0 to "
                             "--learning_rate.")
     add_optimizer_flags(group)
-    group.add_argument("--clip_norm", type=float, default=1.0,
-                       help="Clip the gradient to this global norm; 0 for none.")
+    add_clip_norm_flag(group)
     group.add_argument("--gradient_accumulation_steps", type=int, default=1,
                        help="Split each replica's batch into this many micro-batches.")
     add_ema_flag(group)
@@ -151,8 +194,7 @@ def add_loop_output_flags(group):
     `--progress_every_seconds` and `--profile_steps`."""
     group.add_argument("--checkpoint_every_steps", type=int, default=1000,
                        help="Steps between checkpoints (0: only at the end).")
-    group.add_argument("--keep_checkpoints", type=int, default=5,
-                       help="How many of the latest checkpoints are kept in --model_dir.")
+    add_keep_checkpoints_flag(group)
     group.add_argument("--log_every_steps", type=int, default=100,
                        help="Steps between TensorBoard scalars and log lines.")
     add_progress_flag(group)

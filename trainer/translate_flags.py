@@ -12,12 +12,15 @@ from tfnlp.data.file_names import STATS_FILE
 from tfnlp.models.seq2seq import ATTENTIONS
 from trainer.model_registry import families_of, model_family
 from trainer.run_flags import (
+    add_adam_beta_2_flag,
     add_export_dir_flag,
     add_loop_output_flags,
     add_loop_training_flags,
     add_model_dir_flag,
     add_schedule_flag,
     add_seed_flag,
+    add_shard_data_flags,
+    add_shuffle_buffer_flag,
     add_train_steps_flag,
     check_config_flag,
     check_counts,
@@ -85,12 +88,8 @@ def translation_parser():
         allow_abbrev=False,
     )
     data = parser.add_argument_group("data")
-    data.add_argument("--train_data", required=True,
-                      help="Comma-separated globs of the training shards of "
-                           "python -m pipelines.translation_data.")
-    data.add_argument("--eval_data", default="",
-                      help="Comma-separated globs of the validation shards; decoded and "
-                           "scored with BLEU and chrF at every evaluation.")
+    add_shard_data_flags(data, DATA_WRITER,
+                         "decoded and scored with BLEU and chrF at every evaluation")
     data.add_argument("--vocab_file", default="",
                       help="The job's SentencePiece model (default: sentencepiece.model "
                            "beside the first training shard).")
@@ -101,8 +100,7 @@ def translation_parser():
                            "longer training pairs are skipped (default: the --max_length "
                            "the data job recorded in the stats.json beside the shards, "
                            f"else {DEFAULT_MAX_LENGTH}).")
-    data.add_argument("--shuffle_buffer", type=int, default=100_000,
-                      help="Sentence pairs in the training data's shuffle buffer.")
+    add_shuffle_buffer_flag(data, "Sentence pairs", 100_000)
     add_seed_flag(data)
 
     model = parser.add_argument_group("model")
@@ -130,8 +128,7 @@ def translation_parser():
     training.add_argument("--label_smoothing", type=float, default=0.1,
                           help="The label-smoothing epsilon of the cross-entropy (0: none).")
     add_schedule_flag(training, "inverse_sqrt")
-    training.add_argument("--adam_beta_2", type=float, default=0.98,
-                          help="Adam's beta_2, the decay of its squared-gradient average.")
+    add_adam_beta_2_flag(training, 0.98)
     add_loop_training_flags(training)
 
     outputs = parser.add_argument_group("checkpoints, evaluation, logs and export")
