@@ -7,6 +7,7 @@ output directory written) before the job starts.
 """
 
 from pipelines import job
+from pipelines.job_flags import add_num_shards_flag, add_output_dir_flag
 from tfnlp.command_line import ArgumentParser
 from tfnlp.text.augmentation import SWAP_MODES
 
@@ -50,8 +51,7 @@ def build_parser():
                         "dev and test sets): CSV/TSV/JSONL (their --text_column) or plain "
                         "text, one text a line. Texts are compared with their spacing "
                         "collapsed.")
-    parser.add_argument("--output_dir", required=True,
-                        help="Where the shards, labels.json and stats.json go.")
+    add_output_dir_flag(parser, "the shards, labels.json and stats.json")
 
     augmentation = parser.add_argument_group("augmentation (Tang et al. 2019, section 3.2)")
     augmentation.add_argument("--augmentations_per_sentence", type=int,
@@ -91,9 +91,7 @@ def build_parser():
                          "batched the same way on every runner.")
 
     records = parser.add_argument_group("records")
-    records.add_argument("--num_shards", type=int, default=DEFAULT_NUM_SHARDS,
-                         help="TFRecord files (each sorted in one worker's memory: keep "
-                         "shards below a few hundred MB).")
+    add_num_shards_flag(records, DEFAULT_NUM_SHARDS)
     return parser
 
 

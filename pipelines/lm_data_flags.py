@@ -7,6 +7,7 @@ output directory written) before the job starts.
 """
 
 from pipelines import document_texts, job, lm_tokenizers, sentencepiece_model, text_input
+from pipelines.job_flags import add_gzip_flag, add_max_line_bytes_flag, add_num_shards_flag, add_output_dir_flag
 from tfnlp.command_line import ArgumentParser, add_boolean_flag
 
 PROGRAM = "python -m pipelines.lm_data"
@@ -44,11 +45,8 @@ def build_parser():
                         "each document's own line breaks kept) or file (each file is one "
                         "document, its exact text: one stream, as nanoGPT's "
                         "shakespeare_char).")
-    inputs.add_argument("--max_line_bytes", type=int, default=1_000_000,
-                        help="With --document_boundary=blank_line, longer lines are "
-                        "skipped (and counted).")
-    parser.add_argument("--output_dir", required=True,
-                        help="Where the shards, the tokenizer and stats.json go.")
+    add_max_line_bytes_flag(inputs, "With --document_boundary=blank_line")
+    add_output_dir_flag(parser, "the shards, the tokenizer and stats.json")
 
     tokenizer = parser.add_argument_group("tokenizer")
     tokenizer.add_argument("--tokenizer", choices=lm_tokenizers.KINDS, default="character",
@@ -88,12 +86,10 @@ def build_parser():
     records.add_argument("--validation_fraction", type=float, default=0.0,
                          help="Share of the documents held out for validation, chosen by "
                          "a hash of their text (0: none).")
-    records.add_argument("--num_shards", type=int, default=DEFAULT_NUM_SHARDS,
-                         help="Training TFRecord files (each sorted in one worker's "
-                         "memory: keep shards below a few hundred MB).")
+    add_num_shards_flag(records, DEFAULT_NUM_SHARDS, "Training TFRecord files")
     records.add_argument("--num_validation_shards", type=int, default=1,
                          help="Validation TFRecord files.")
-    add_boolean_flag(records, "gzip", False, "Write gzip-compressed TFRecords.")
+    add_gzip_flag(records)
     return parser
 
 

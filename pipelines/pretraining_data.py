@@ -76,6 +76,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines import job, pretraining_instances, text_input, token_store
+from pipelines.job_flags import add_gzip_flag, add_max_line_bytes_flag, add_output_dir_flag
 from pipelines.sharded_tfrecords import WriteShardedTFRecords
 from tfnlp.command_line import (
     ArgumentParser,
@@ -103,8 +104,7 @@ def parse_arguments(argv=None):
                         help="Comma-separated globs of the input files.")
     parser.add_argument("--vocab_file", required=True,
                         help="The WordPiece vocabulary (one token per line).")
-    parser.add_argument("--output_dir", required=True,
-                        help="Where the TFRecord shards and stats.json go.")
+    add_output_dir_flag(parser, "the TFRecord shards and stats.json")
     add_boolean_flag(parser, "do_lower_case", True,
                  "Lower-case and strip accents (uncased vocabularies).")
     parser.add_argument("--max_seq_length", type=int, default=128,
@@ -125,7 +125,7 @@ def parse_arguments(argv=None):
                  "Mask whole words (every piece of a word) at once.")
     parser.add_argument("--num_shards", type=int, default=0,
                         help="Number of output files (0: the runner decides).")
-    add_boolean_flag(parser, "gzip", False, "Write gzip-compressed TFRecords.")
+    add_gzip_flag(parser)
     add_boolean_flag(parser, "dynamic_masking", False,
                  "Write unmasked sequences; tfnlp.data's reader masks them anew "
                  "each epoch.")
@@ -137,8 +137,7 @@ def parse_arguments(argv=None):
     parser.add_argument("--random_pool_tokens", type=int, default=2_000_000,
                         help="About how many tokens a bucket of documents holds; "
                         "random next segments come from the same bucket.")
-    parser.add_argument("--max_line_bytes", type=int, default=1_000_000,
-                        help="Longer lines are skipped (and counted).")
+    add_max_line_bytes_flag(parser)
     flags, beam_arguments = job.split_arguments(parser, argv)
     problems = []
     if flags.max_seq_length < 5:

@@ -8,6 +8,7 @@ written) before the job starts.
 """
 
 from pipelines import job, sentencepiece_model, translation_pairs
+from pipelines.job_flags import add_gzip_flag, add_num_shards_flag, add_output_dir_flag
 from tfnlp.command_line import ArgumentParser, add_boolean_flag
 
 DEFAULT_NUM_SHARDS = 16
@@ -51,8 +52,7 @@ def _add_input_flags(parser):
                         "name such as translation.en reaches into objects).")
     parser.add_argument("--target_field", default="target",
                         help="jsonl: the field of the target string.")
-    parser.add_argument("--output_dir", required=True,
-                        help="Where the shards, the model(s) and stats.json go.")
+    add_output_dir_flag(parser, "the shards, the model(s) and stats.json")
 
 
 def _add_vocabulary_flags(parser):
@@ -91,10 +91,8 @@ def _add_record_flags(parser):
     add_boolean_flag(parser, "dedupe", False,
                      "Keep one of each set of identical pairs (identical ids, i.e. "
                      "identical normalized text).")
-    parser.add_argument("--num_shards", type=int, default=DEFAULT_NUM_SHARDS,
-                        help="Number of TFRecord files (each sorted in one worker's "
-                        "memory: keep shards below a few hundred MB).")
-    add_boolean_flag(parser, "gzip", False, "Write gzip-compressed TFRecords.")
+    add_num_shards_flag(parser, DEFAULT_NUM_SHARDS)
+    add_gzip_flag(parser)
     add_boolean_flag(parser, "check_line_counts", True,
                      "Before the job, count the lines of each aligned file pair "
                      "and stop if they differ (streams the files through this "
