@@ -2,96 +2,10 @@
 
     python -m trainer.finetune --task=classification \\
         --init_checkpoint=PRETRAINING_MODEL_DIR --train_data=train.csv \\
-        --eval_data=dev.csv --model_dir=RUN --vocab_file=vocab.txt \\
-        --max_seq_length=128 --global_batch_size=32 --epochs=3 \\
-        --learning_rate=2e-5
+        --eval_data=dev.csv --model_dir=RUN --vocab_file=vocab.txt
 
-Tasks and data (read by `trainer.finetune_data`, which says more):
-
-- `classification` (`tfnlp.models.BertClassifier`): CSV, TSV or JSONL rows
-  with a text column (`--text_column`, default "text"; an optional second
-  segment in `--text_pair_column`; a file with "text_a"/"text_b" and no
-  "text" is read as pairs) and a label column (`--label_column`, default
-  "label"). The labels are `--labels=a,b,c`, or "0".."N-1" with
-  `--num_classes=N`, or else the sorted distinct labels of the training
-  file; the list is written to `model_dir/labels.json` (a label's class id
-  is its index). Metric: `accuracy`.
-- `token_classification` (`tfnlp.models.BertTokenClassifier`): JSONL
-  `{"tokens": [...], "tags": [...]}`; the tag of a word labels its first
-  WordPiece, the other pieces have weight 0. Tags as labels above. Metric:
-  `token_accuracy` over the weighted (first) pieces.
-- `span` (`tfnlp.models.BertSpanExtractor`): SQuAD-like JSONL `{"context",
-  "question", "answer_start", "answer_text"}`, packed as `[CLS] question
-  [SEP] context [SEP]`. Metrics: `start_accuracy`, `end_accuracy` and
-  `exact_match` (both argmax positions right).
-
-Bad rows (missing text or label, a label outside the label list, an
-answer truncated away, ...) are skipped; one summary line per file says
-how many, and why.
-
-Initialization (`--init_checkpoint`):
-
-- a pretraining model_dir of `python -m trainer.pretrain` (its latest
-  `ckpt-N`) or one checkpoint prefix (`DIR/ckpt-N`): the encoder's
-  variables are restored (the object path `model/encoder` of its
-  `tf.train.Checkpoint(model=..., optimizer=..., step=...)`), the heads and
-  the optimizer state are not; the config is the `config.json` beside it.
-  A model_dir of this script works too (its checkpoints hold
-  `model/encoder` as well).
-- a Hugging Face BERT directory (`config.json` and `model.safetensors`,
-  read by `tfnlp.models.bert.huggingface`, without PyTorch).
-- nothing: the encoder of `--config` (a preset name or a BertConfig JSON
-  file) starts from random weights.
-
-Training runs on the shared loop of the other trainers
-(`trainer.runtime.train_run`, `trainer.training_loop`) with the task
-`trainer.tasks.FineTuningTask`, inside `strategy.scope()` (the strategy of
-`--strategy`), its step compiled with XLA (`--jit_compile`, on by
-default); `--clip_norm` clips the gradient summed over the replicas.
-Examples of similar length are batched together and each batch is padded
-only to its bucket's width (`--bucket_boundaries`,
-`trainer.length_buckets`), so a step costs what its real tokens cost and
-XLA compiles one step per width. The optimizer is
-`trainer.optimization.create_optimizer` (AdamW or LAMB, linear warmup,
-then a linear decay to zero at the last step; no weight decay on
-LayerNorm and bias variables).
-
-Steps: one epoch is `training examples // --global_batch_size` steps; the
-run is `--epochs` epochs, or exactly `--train_steps` steps if given (the
-last epoch is then cut short), or less with `--stop_time_hours`. With
-`--eval_data`, the eval metrics are computed every `--eval_every_steps`
-steps, or else every `--eval_every_epochs` epochs, and at the last step;
-the checkpoint with the best validation figure (accuracy, token accuracy,
-or the span loss) is kept, and the final evaluation and the export use it.
-With `--ema_momentum` (e.g. 0.999) the optimizer keeps a moving average of
-the weights, and the evaluations, the best checkpoint and the export use
-the average (`trainer.optimization.averaged_weights`; Polyak and
-Juditsky, 1992). A run started again with the same command resumes from
-its latest checkpoint (not a checkpoint of the earlier trainer on Keras'
-`fit`, which `trainer.export` still exports).
-
-Writes into `--model_dir`:
-
-- `config.json` (the encoder's `BertConfig`) and `labels.json`;
-- `ckpt-STEP.*`: the model, the optimizer (with the averaged weights), the
-  step and the data iterator after each epoch, or every
-  `--eval_every_steps` (the last `--keep_checkpoints`);
-- `best/`: the checkpoint of the best validation figure and `best/best.json`;
-- `train_log.jsonl` (each step's loss, metrics, learning rate and gradient
-  norm) and `eval_log.jsonl` (each evaluation during training);
-- `tensorboard/`: TensorBoard logs (`trainer.summaries`): the training loss,
-  metrics and learning rate in `train/`, the validation figures in `eval/`,
-  and the hyperparameters (every flag and the encoder config) for the
-  HParams tab, with the loss and accuracy of both runs as its metrics;
-- `eval_results.json`: the final metrics on `--eval_data` (or on the
-  training data without it) of the best checkpoint (its `step`), also
-  printed;
-- `serving.json`: the task, labels, vocabulary, lower-casing and
-  sequence length, which `python -m trainer.export` reads;
-- with `--export_dir`, the next version `EXPORT_DIR/<N>/` of a SavedModel
-  (`tfnlp.export`): `serving_default` on raw text (labels and
-  probabilities, per example or per token; the answer span) and an ids
-  signature (`classify_ids`, `extract_span_ids`).
+The data formats are `trainer.finetune_data`'s; `run` lists what a run
+writes into `--model_dir`.
 """
 
 import argparse
@@ -136,6 +50,20 @@ def build_encoder(flags):
     """The encoder: restored from `--init_checkpoint`, or new from `--config`
     (`trainer.bert_models.encoder_from_source`). Call inside the strategy's
     scope.
+
+    `--init_checkpoint` is one of:
+
+    - a pretraining model_dir of `python -m trainer.pretrain` (its latest
+      `ckpt-N`) or one checkpoint prefix (`DIR/ckpt-N`): the encoder's
+      variables are restored (the object path `model/encoder` of its
+      `tf.train.Checkpoint(model=..., optimizer=..., step=...)`), the heads
+      and the optimizer state are not; the config is the `config.json`
+      beside it. A model_dir of this script works too (its checkpoints hold
+      `model/encoder` as well).
+    - a Hugging Face BERT directory (`config.json` and `model.safetensors`,
+      read by `tfnlp.models.bert.huggingface`, without PyTorch).
+    - nothing: the encoder of `--config` (a preset name or a BertConfig
+      JSON file) starts from random weights.
 
     Returns:
         `(encoder, source)`, `source` a short description for the logs.
@@ -186,6 +114,26 @@ def data_bucket_widths(flags):
 def load_data(flags, tokenizer, batch_size, drop_eval_remainder=False):
     """Reads the data files and makes the training and evaluation datasets
     (`TaskData`).
+
+    - `classification` (`tfnlp.models.BertClassifier`): CSV, TSV or JSONL
+      rows with a text column (`--text_column`, default "text"; an optional
+      second segment in `--text_pair_column`; a file with "text_a"/"text_b"
+      and no "text" is read as pairs) and a label column (`--label_column`,
+      default "label"). The labels are `--labels=a,b,c`, or "0".."N-1" with
+      `--num_classes=N`, or else the sorted distinct labels of the training
+      file; a label's class id is its index. Metric: `accuracy`.
+    - `token_classification` (`tfnlp.models.BertTokenClassifier`): JSONL
+      `{"tokens": [...], "tags": [...]}`; the tag of a word labels its
+      first WordPiece, the other pieces have weight 0. Tags as labels
+      above. Metric: `token_accuracy` over the weighted (first) pieces.
+    - `span` (`tfnlp.models.BertSpanExtractor`): SQuAD-like JSONL
+      `{"context", "question", "answer_start", "answer_text"}`, packed as
+      `[CLS] question [SEP] context [SEP]`. Metrics: `start_accuracy`,
+      `end_accuracy` and `exact_match` (both argmax positions right).
+
+    Bad rows (missing text or label, a label outside the label list, an
+    answer truncated away, ...) are skipped; each file's report says how
+    many, and why.
 
     Without `--eval_data` the evaluation reads the training file again
     (without shuffling or repeating).
@@ -316,7 +264,10 @@ def serving_record(flags, label_list):
 
 
 def _steps(flags, train_examples):
-    """`(steps_per_epoch, total_steps)` of the run."""
+    """`(steps_per_epoch, total_steps)` of the run: one epoch is
+    `training examples // --global_batch_size` steps; the run is `--epochs`
+    epochs, or exactly `--train_steps` steps if given (the last epoch is
+    then cut short); `--stop_time_hours` may end it sooner."""
     steps_per_epoch = train_examples // flags.global_batch_size
     if steps_per_epoch < 1:
         raise UsageError(
@@ -375,7 +326,53 @@ def check_resumable(model_dir):
 
 
 def run(flags):
-    """Fine-tunes as the flags say; returns the final evaluation's metrics (a dict)."""
+    """Fine-tunes as the flags say; returns the final evaluation's metrics (a dict).
+
+    Training runs on the shared loop of the other trainers
+    (`trainer.runtime.train_run`, `trainer.training_loop`) with
+    `trainer.tasks.FineTuningTask`, inside `strategy.scope()`, its step
+    compiled with XLA (`--jit_compile`, on by default); `--clip_norm` clips
+    the gradient summed over the replicas. Examples of similar length are
+    batched together and each batch is padded only to its bucket's width
+    (`--bucket_boundaries`, `trainer.length_buckets`), so a step costs what
+    its real tokens cost and XLA compiles one step per width. The optimizer
+    is `trainer.optimization.create_optimizer` (AdamW or LAMB, linear
+    warmup, then a linear decay to zero at the last step; no weight decay
+    on LayerNorm and bias variables).
+
+    With `--eval_data`, the checkpoint with the best validation figure
+    (`BEST_METRICS`) is kept, and the final evaluation and the export use
+    it. With `--ema_momentum` (e.g. 0.999) the optimizer keeps a moving
+    average of the weights, and the evaluations, the best checkpoint and
+    the export use the average (`trainer.optimization.averaged_weights`;
+    Polyak and Juditsky, 1992). A run started again with the same command
+    resumes from its latest checkpoint.
+
+    Writes into `--model_dir`:
+
+    - `config.json` (the encoder's `BertConfig`) and `labels.json` (the
+      label list; a label's class id is its index);
+    - `ckpt-STEP.*`: the model, the optimizer (with the averaged weights),
+      the step and the data iterator after each epoch, or every
+      `--eval_every_steps` (the last `--keep_checkpoints`);
+    - `best/`: the checkpoint of the best validation figure and
+      `best/best.json`;
+    - `train_log.jsonl` (each step's loss, metrics, learning rate and
+      gradient norm) and `eval_log.jsonl` (each evaluation during training);
+    - `tensorboard/`: TensorBoard logs (`trainer.summaries`): the training
+      loss, metrics and learning rate in `train/`, the validation figures in
+      `eval/`, and the hyperparameters (every flag and the encoder config)
+      for the HParams tab, with `hparams_metrics` as its metrics;
+    - `eval_results.json`: the final metrics on `--eval_data` (or on the
+      training data without it) of the best checkpoint (its `step`), also
+      printed;
+    - `serving.json` (`serving_record`), which `python -m trainer.export`
+      reads;
+    - with `--export_dir`, the next version `EXPORT_DIR/<N>/` of a
+      SavedModel (`tfnlp.export`): `serving_default` on raw text (labels and
+      probabilities, per example or per token; the answer span) and an ids
+      signature (`classify_ids`, `extract_span_ids`).
+    """
     check_resumable(flags.model_dir)
     state = {}
 
