@@ -1,88 +1,9 @@
 """The contract between a generative model and a decoder, and their base class.
 
-A model exposes one step of incremental decoding as a function
-
-```python
-def step_fn(token_ids, cache, index):
-    # token_ids: int32 (batch,), the tokens at position `index` (the start
-    #     token, or the prompt's first token, at index 0);
-    # cache: a nested structure (dict / list / tuple) of tensors, EVERY leaf
-    #     with the batch as axis 0 (encoder outputs, padding masks, key/value
-    #     caches, LSTM states ...);
-    # index: int32 scalar tensor, the position of `token_ids`.
-    ...
-    return logits, cache  # float (batch, vocabulary) for position index + 1,
-                          # and the updated cache (same structure, shapes and
-                          # dtypes as the cache passed in).
-```
-
-and a decoder, configured at construction, drives it:
-
-```python
-result = decoder(step_fn, cache, start_ids, end_id, max_length, max_lengths=None)
-result = decoder(step_fn, cache, end_id=end_id, max_length=max_length,
-                 prompt_ids=prompt_ids, prompt_lengths=prompt_lengths,
-                 first_index=0)
-```
-
-- `start_ids`: int32 `(batch,)`, the token at position 0 (an
-  encoder-decoder's start token); `end_id`: a Python int; `max_length`: a
-  Python int, the static bound on the number of generated tokens;
-  `max_lengths`: optional int32 `(batch,)` per-example bounds on the
-  generated tokens (clipped to `[1, max_length]`).
-- A prompt instead of `start_ids` (a decoder-only language model): each
-  row's sequence starts with its prompt, `prompt_ids` int32
-  `(batch, prompt_length)` (a static `prompt_length`), right-padded (the
-  padding is ignored), of `prompt_lengths` int32 `(batch,)` tokens each
-  (default: all `prompt_length`; clipped to `[first_index + 1,
-  prompt_length]`). The step function is fed `prompt_ids[:, index]` while a
-  row is inside its prompt and its last token from then on: the prompt
-  tokens after position 0 are forced (not chosen, not scored, not counted,
-  never taken for the end), and a row's first generated token is the one
-  after its last prompt token, so rows of different prompt lengths decode
-  side by side and each gives what it gives alone. `max_length` and
-  `max_lengths` count only the generated tokens (Hugging Face's
-  `max_new_tokens`): the loop runs for at most
-  `prompt_length - first_index + max_length - 1` steps, with `index` up to
-  `prompt_length + max_length - 2`, so the model's cache must hold
-  `prompt_length + max_length - 1` positions. A start token is the prompt
-  of length 1 (`start_ids[:, None]`).
-- `first_index`: a Python int, 0 by default: the cache already holds
-  positions `0..first_index - 1` (a prefill pass over the prompts' common
-  part), and the loop starts at `index = first_index`, feeding
-  `prompt_ids[:, first_index]`. It must be below every prompt length; with
-  `first_index = min(prompt_lengths) - 1` the prefill covers all of the
-  shortest prompt but its last token.
-- `result["ids"]`: int32 `(batch, num_sequences, max_length)`, the generated
-  tokens only (without the prompt or start token, from column 0 whatever
-  the prompt's length), ending with `end_id` when finished, `0` after.
-- `result["lengths"]`: int32 `(batch, num_sequences)`, the number of
-  generated tokens including `end_id`.
-- `result["scores"]`: float32 `(batch, num_sequences)`, the ranking score (the
-  log-probability of the generated tokens, under the model's distribution
-  as the repetition penalty and the forbidden tokens shaped it;
-  length-normalised by beam search with a length penalty), best first.
-
-Every decoder takes the next-token constraints `min_length` (counting
-generated tokens), `no_repeat_ngram_size` and `repetition_penalty` (both of
-which see the prompt) and `suppressed_token_ids` (ids never generated, such
-as a tokenizer's padding and unknown ids), applied in
-`tfnlp.decoding.constraints` before the decoder chooses.
-
-Greedy search and sampling also take per-example stop sequences: with
-`stop_sequence_ids` int32 `(batch, width)` (a static `width`, right-padded)
-and `stop_sequence_lengths` int32 `(batch,)` (0: none), a row finishes as
-soon as its generated tokens end with its stop sequence, which stays in
-`ids` and counts in `lengths` (no `end_id` follows). A stop sequence that
-begins inside the prompt does not count (`tfnlp.decoding.stop_sequences`).
-Beam search refuses them.
-
-The decoding runs in one `keras.ops.while_loop` with static shapes, written
-with `keras.ops` only: it compiles with XLA, exports to a SavedModel made of
-stock TensorFlow ops, and runs on the JAX backend. Rows never interact: the
-outputs for an example do not depend on the other examples of its batch
-(sampling with one seed per example included; with one seed for the batch
-a row's random draws depend on its position).
+`Decoder` says what a model's step function takes and returns, what a
+decoder call takes and returns, and the rules every decoder keeps; the
+module also holds the checked call arguments (`Prompt`, `StopSequences`)
+and the helpers that check them and the cache.
 """
 
 from typing import Any, NamedTuple
@@ -99,42 +20,113 @@ class Decoder:
 
     A decoder holds its configuration (the constructor arguments, kept as
     attributes) and nothing else, so one object can decode for any model
-    that follows the step-function contract described in
-    `tfnlp.decoding.contract`. Subclasses implement `decode()` and
-    `get_config()`; `__call__` checks the arguments first.
+    that follows the step-function contract below. Subclasses implement
+    `decode()` and `get_config()`; `__call__` checks the arguments first.
+
+    A model exposes one step of incremental decoding as a function
+
+    ```python
+    def step_fn(token_ids, cache, index):
+        # token_ids: int32 (batch,), the tokens at position `index` (the
+        #     start token, or the prompt's first token, at index 0);
+        # cache: a nested structure (dict / list / tuple) of tensors, EVERY
+        #     leaf with the batch as axis 0 (encoder outputs, padding masks,
+        #     key/value caches, LSTM states ...);
+        # index: int32 scalar tensor, the position of `token_ids`.
+        ...
+        return logits, cache  # float (batch, vocabulary) for position
+                              # index + 1, and the updated cache (same
+                              # structure, shapes and dtypes as the cache
+                              # passed in).
+    ```
+
+    and a decoder drives it:
+
+    ```python
+    result = decoder(step_fn, cache, start_ids, end_id, max_length, max_lengths=None)
+    result = decoder(step_fn, cache, end_id=end_id, max_length=max_length,
+                     prompt_ids=prompt_ids, prompt_lengths=prompt_lengths,
+                     first_index=0)
+    ```
+
+    Every decoder takes the next-token constraints `min_length` (counting
+    generated tokens), `no_repeat_ngram_size` and `repetition_penalty` (both
+    of which see the prompt) and `suppressed_token_ids` (ids never
+    generated, such as a tokenizer's padding and unknown ids), applied in
+    `tfnlp.decoding.constraints` before the decoder chooses.
+
+    The decoding runs in one `keras.ops.while_loop` with static shapes,
+    written with `keras.ops` only: it compiles with XLA, exports to a
+    SavedModel made of stock TensorFlow ops, and runs on the JAX backend.
+    Rows never interact: the outputs for an example do not depend on the
+    other examples of its batch (sampling with one seed per example
+    included; with one seed for the batch a row's random draws depend on
+    its position).
 
     Call arguments:
         step_fn: `step_fn(token_ids, cache, index) -> (logits, cache)`, one
-            step of the model (see `tfnlp.decoding.contract`).
+            step of the model (above).
         cache: the initial cache, a nested structure of tensors whose leaves
             all have the batch as axis 0, or `None`.
-        start_ids: int32 `(batch,)`, the token at position 0; or `None`
-            with a prompt.
+        start_ids: int32 `(batch,)`, the token at position 0 (an
+            encoder-decoder's start token); or `None` with a prompt. A start
+            token is the prompt of length 1 (`start_ids[:, None]`).
         end_id: Python int, the token that ends a sequence.
         max_length: Python int, the static bound on generated tokens (after
             the prompt).
         max_lengths: optional int32 `(batch,)`, per-example bounds on
             generated tokens; values are clipped to `[1, max_length]`.
-        prompt_ids: optional int32 `(batch, prompt_length)`, each row's
-            prompt, right-padded, instead of `start_ids`: its tokens are
-            fed and forced, and generation starts after them.
-        prompt_lengths: optional int32 `(batch,)`, the prompts' lengths (>=
-            1; default: all `prompt_length`).
-        first_index: Python int >= 0, below every prompt length: the cache
-            already holds the positions before it (prefilled), and the loop
-            starts there.
+        prompt_ids: optional int32 `(batch, prompt_length)` (a static
+            `prompt_length`), each row's prompt, right-padded (the padding
+            is ignored), instead of `start_ids` (a decoder-only language
+            model). The step function is fed `prompt_ids[:, index]` while a
+            row is inside its prompt and its last token from then on: the
+            prompt tokens after position 0 are forced (not chosen, not
+            scored, not counted, never taken for the end), and a row's first
+            generated token is the one after its last prompt token, so rows
+            of different prompt lengths decode side by side and each gives
+            what it gives alone. `max_length` and `max_lengths` count only
+            the generated tokens (Hugging Face's `max_new_tokens`): the loop
+            runs for at most `prompt_length - first_index + max_length - 1`
+            steps, with `index` up to `prompt_length + max_length - 2`, so
+            the model's cache must hold `prompt_length + max_length - 1`
+            positions.
+        prompt_lengths: optional int32 `(batch,)`, the prompts' lengths
+            (default: all `prompt_length`; clipped to `[first_index + 1,
+            prompt_length]`).
+        first_index: Python int >= 0, 0 by default, below every prompt
+            length: the cache already holds positions `0..first_index - 1`
+            (a prefill pass over the prompts' common part), and the loop
+            starts at `index = first_index`, feeding
+            `prompt_ids[:, first_index]`. With `first_index =
+            min(prompt_lengths) - 1` the prefill covers all of the shortest
+            prompt but its last token.
         stop_sequence_ids: optional int32 `(batch, width)`, each example's
-            stop sequence, right-padded to a static `width`: a row stops
-            once its generated tokens end with it (decoders whose
-            `supports_stop_sequences` is True).
+            stop sequence, right-padded to a static `width` (decoders whose
+            `supports_stop_sequences` is True: greedy search and sampling;
+            beam search refuses them). A row finishes as soon as its
+            generated tokens end with its stop sequence, which stays in
+            `ids` and counts in `lengths` (no `end_id` follows). A stop
+            sequence that begins inside the prompt does not count
+            (`tfnlp.decoding.stop_sequences`).
         stop_sequence_lengths: optional int32 `(batch,)`, the stop
             sequences' lengths in `[0, width]` (0: none; default: all
             `width`).
 
     Returns:
-        A dict with `"ids"` int32 `(batch, num_sequences, max_length)` (the
-        generated tokens only), `"lengths"` int32 `(batch, num_sequences)`
-        and `"scores"` float32 `(batch, num_sequences)`, best first.
+        A dict, best sequence first:
+
+        - `"ids"`: int32 `(batch, num_sequences, max_length)`, the generated
+          tokens only (without the prompt or start token, from column 0
+          whatever the prompt's length), ending with `end_id` when
+          finished, `0` after.
+        - `"lengths"`: int32 `(batch, num_sequences)`, the number of
+          generated tokens including `end_id`.
+        - `"scores"`: float32 `(batch, num_sequences)`, the ranking score
+          (the log-probability of the generated tokens, under the model's
+          distribution as the repetition penalty and the forbidden tokens
+          shaped it; length-normalised by beam search with a length
+          penalty).
 
     Example:
 
