@@ -6,8 +6,16 @@ name (inputs matched, the given vocabulary or model read and validated, the
 output directory written) before the job starts.
 """
 
-from pipelines import document_texts, job, lm_tokenizers, sentencepiece_model, text_input
-from pipelines.job_flags import add_gzip_flag, add_max_line_bytes_flag, add_num_shards_flag, add_output_dir_flag
+from pipelines import document_texts, job, lm_tokenizers
+from pipelines.job_flags import (
+    add_gzip_flag,
+    add_input_file_flag,
+    add_input_format_flag,
+    add_max_line_bytes_flag,
+    add_num_shards_flag,
+    add_output_dir_flag,
+    add_sentencepiece_flags,
+)
 from tfnlp.command_line import ArgumentParser, add_boolean_flag
 
 PROGRAM = "python -m pipelines.lm_data"
@@ -30,15 +38,11 @@ def build_parser():
         allow_abbrev=False,
     )
     inputs = parser.add_argument_group("input")
-    inputs.add_argument("--input_file", required=True,
-                        help="Comma-separated globs of the training text (.gz and .bz2 "
-                        "are decompressed).")
+    add_input_file_flag(inputs, "the training text (.gz and .bz2 are decompressed)")
     inputs.add_argument("--validation_file",
                         help="Comma-separated globs of validation text, read like "
                         "--input_file; then nothing of --input_file is held out.")
-    inputs.add_argument("--input_format", choices=text_input.INPUT_FORMATS, default="text",
-                        help="text, or jsonl (one JSON object a line; its \"text\" field "
-                        "is one document).")
+    add_input_format_flag(inputs, "plain text", "one document")
     inputs.add_argument("--document_boundary", choices=document_texts.DOCUMENT_BOUNDARIES,
                         default="blank_line",
                         help="Text input: blank_line (blank lines separate documents, "
@@ -62,17 +66,8 @@ def build_parser():
     tokenizer.add_argument("--min_character_count", type=int, default=1,
                            help="character: characters seen fewer times in the training "
                            "split map to <unk>.")
-    tokenizer.add_argument("--model_type", choices=sentencepiece_model.MODEL_TYPES,
-                           default="bpe", help="sentencepiece: the learned model's type.")
-    tokenizer.add_argument("--vocab_size", type=int, default=8000,
-                           help="sentencepiece: the learned model's pieces, the 4 special "
-                           "and 256 byte pieces included.")
-    tokenizer.add_argument("--character_coverage", type=float, default=1.0,
-                           help="sentencepiece: share of the sample's characters made "
-                           "pieces; the others fall back to bytes.")
-    tokenizer.add_argument("--vocab_sample_size", type=int, default=1_000_000,
-                           help="sentencepiece: learn from at most this many lines of the "
-                           "training split, those of smallest content hash.")
+    add_sentencepiece_flags(tokenizer, "bpe", "lines of the training split",
+                            mode="sentencepiece")
     add_boolean_flag(tokenizer, "lower_case", True,
                      "wordpiece: lower-case and strip accents (uncased vocabularies).")
 

@@ -76,7 +76,13 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines import job, pretraining_instances, text_input, token_store
-from pipelines.job_flags import add_gzip_flag, add_max_line_bytes_flag, add_output_dir_flag
+from pipelines.job_flags import (
+    add_gzip_flag,
+    add_input_file_flag,
+    add_input_format_flag,
+    add_max_line_bytes_flag,
+    add_output_dir_flag,
+)
 from pipelines.sharded_tfrecords import WriteShardedTFRecords
 from tfnlp.command_line import (
     ArgumentParser,
@@ -100,8 +106,7 @@ def parse_arguments(argv=None):
         description="BERT masked-LM and next-sentence pretraining TFRecords, with Beam.",
         allow_abbrev=False,
     )
-    parser.add_argument("--input_file", required=True,
-                        help="Comma-separated globs of the input files.")
+    add_input_file_flag(parser)
     parser.add_argument("--vocab_file", required=True,
                         help="The WordPiece vocabulary (one token per line).")
     add_output_dir_flag(parser, "the TFRecord shards and stats.json")
@@ -129,11 +134,8 @@ def parse_arguments(argv=None):
     add_boolean_flag(parser, "dynamic_masking", False,
                  "Write unmasked sequences; tfnlp.data's reader masks them anew "
                  "each epoch.")
-    parser.add_argument("--input_format", choices=text_input.INPUT_FORMATS,
-                        default="text",
-                        help="text: one sentence a line, a blank line between documents; "
-                             "jsonl: one JSON object a line, its \"text\" field one "
-                             "document.")
+    add_input_format_flag(parser, "one sentence a line, a blank line between documents",
+                          "one document")
     parser.add_argument("--random_pool_tokens", type=int, default=2_000_000,
                         help="About how many tokens a bucket of documents holds; "
                         "random next segments come from the same bucket.")

@@ -7,8 +7,14 @@ problem); `pipelines.translation_data.main` then checks the paths they name
 written) before the job starts.
 """
 
-from pipelines import job, sentencepiece_model, translation_pairs
-from pipelines.job_flags import add_gzip_flag, add_num_shards_flag, add_output_dir_flag
+from pipelines import job, translation_pairs
+from pipelines.job_flags import (
+    add_gzip_flag,
+    add_input_file_flag,
+    add_num_shards_flag,
+    add_output_dir_flag,
+    add_sentencepiece_flags,
+)
 from tfnlp.command_line import ArgumentParser, add_boolean_flag
 
 DEFAULT_NUM_SHARDS = 16
@@ -40,8 +46,7 @@ def _add_input_flags(parser):
     parser.add_argument("--target_file",
                         help="Comma-separated globs of the target-language files; "
                         "sorted, they pair one to one with the source files.")
-    parser.add_argument("--input_file",
-                        help="Comma-separated globs of the tsv or jsonl files.")
+    add_input_file_flag(parser, "the tsv or jsonl files", required=False)
     parser.add_argument("--input_format", choices=translation_pairs.INPUT_FORMATS,
                         default="aligned",
                         help="aligned: --source_file/--target_file, line i of one "
@@ -66,19 +71,11 @@ def _add_vocabulary_flags(parser):
                             "learning: one .model with --shared_vocab, else "
                             "SOURCE.model,TARGET.model. They must have pad_id=0, "
                             "unk_id=1, bos_id=2, eos_id=3.")
-    vocabulary.add_argument("--vocab_size", type=int, default=8000,
-                            help="The pieces of each learned model, the 4 special "
-                            "and 256 byte pieces included.")
-    parser.add_argument("--model_type", choices=sentencepiece_model.MODEL_TYPES,
-                        default="unigram",
-                        help="The learned model: unigram (Kudo 2018) or bpe.")
-    parser.add_argument("--character_coverage", type=float, default=1.0,
-                        help="Share of the sample's characters made pieces (1.0 for "
-                        "alphabetic languages, 0.9995 for Chinese or Japanese); the "
-                        "others fall back to bytes.")
-    parser.add_argument("--vocab_sample_size", type=int, default=1_000_000,
-                        help="Learn from at most this many sentences (per model), "
-                        "those of smallest content hash.")
+    add_sentencepiece_flags(parser, "unigram", "sentences (per model)",
+                            models="each learned model",
+                            coverage_examples="1.0 for alphabetic languages, 0.9995 for "
+                                              "Chinese or Japanese",
+                            vocab_size_group=vocabulary)
 
 
 def _add_record_flags(parser):

@@ -10,7 +10,8 @@ before the job starts. The learner's defaults are those of
 
 import argparse
 
-from pipelines import job, text_input
+from pipelines import job
+from pipelines.job_flags import add_input_file_flag, add_input_format_flag
 from pipelines.wordpiece_learner import VocabularyOptions
 from tfnlp.command_line import ArgumentParser, add_boolean_flag
 from tfnlp.text.vocabulary import SPECIAL_TOKENS
@@ -41,11 +42,7 @@ def build_parser():
 
 
 def _add_input_output_flags(parser):
-    parser.add_argument(
-        "--input_file",
-        required=True,
-        help="Comma-separated globs of the input files (any Beam filesystem).",
-    )
+    add_input_file_flag(parser, "the input files (any Beam filesystem)")
     parser.add_argument(
         "--output_file",
         required=True,
@@ -75,13 +72,7 @@ def _add_input_output_flags(parser):
         help="Comma-separated tokens placed after [PAD], [UNK], [CLS], [SEP] "
         "and [MASK] (which are always reserved, with ids 0 to 4).",
     )
-    parser.add_argument(
-        "--input_format",
-        choices=text_input.INPUT_FORMATS,
-        default="text",
-        help="text: one record per line; jsonl: one JSON object per line, "
-        'its "text" field is the record.',
-    )
+    add_input_format_flag(parser, "one record a line", "the record")
 
 
 def _add_learner_flags(parser):
