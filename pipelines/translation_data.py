@@ -1,85 +1,12 @@
 """Translation training data (subword-id pairs) with Apache Beam.
 
-    python -m pipelines.translation_data \\
-      --source_file=GLOB --target_file=GLOB --output_dir=DIR \\
-      [--shared_vocab] [--vocab_size=8000 | --vocab_file=MODEL[,MODEL]] \\
-      [--model_type=unigram|bpe] [--character_coverage=1.0] \\
-      [--vocab_sample_size=1000000] [--max_length=128] [--max_length_ratio=9] \\
-      [--dedupe] [--num_shards=16] [--gzip] [--nocheck_line_counts] \\
-      [Beam options: --runner, --direct_num_workers, --direct_running_mode, ...]
+    python -m pipelines.translation_data --source_file=GLOB \\
+      --target_file=GLOB --output_dir=DIR [--shared_vocab] [--vocab_file=MODEL]
+    python -m pipelines.translation_data --input_format=tsv|jsonl \\
+      --input_file=GLOB --output_dir=DIR ...
 
-    python -m pipelines.translation_data --input_format=tsv --input_file=GLOB ...
-    python -m pipelines.translation_data --input_format=jsonl --input_file=GLOB \\
-      [--source_field=source --target_field=target] ...
-
-Input (`pipelines.translation_pairs`): line-aligned files (the default;
-the sorted files of `--source_file` and `--target_file` are paired one to
-one, and each pair must have the same number of lines, which is checked
-before the job runs), or one pair a line as `source<TAB>target` (`tsv`) or
-as a JSON object (`jsonl`). `.gz` and `.bz2` files are decompressed.
-
-Tokenization is SentencePiece (`pipelines.sentencepiece_model`), reversible:
-SentencePiece's `nmt_nfkc` normalization (NFKC, control characters dropped,
-spaces collapsed), then unigram (default) or BPE pieces, with byte fallback
-so that any character survives as its UTF-8 bytes. Without `--vocab_file`
-the job learns the model itself, in the same pipeline, from a deterministic
-sample of `--vocab_sample_size` sentences; `--shared_vocab` learns one
-model over both languages (what a Transformer with shared source, target
-and output embeddings needs; recommended for related languages such as
-English-German), otherwise one per side. The ids are those of
-`tfnlp.text.SentencePieceTokenizer` with the same model (which the trainer
-uses in-graph), with the special ids PAD 0, UNK 1, BOS 2, EOS 3.
-
-It writes, through Beam's filesystems (gs:// and the like work):
-
-- `DIR/translation-SSSSS-of-NNNNN.tfrecord` (`.tfrecord.gz` with `--gzip`):
-  one `tf.train.Example` per kept pair, in the schema of
-  `tfnlp.data.translation_schema` (`inputs` and `targets`, each the
-  subword ids followed by EOS);
-- the learned model(s): `DIR/sentencepiece.model` with `--shared_vocab`,
-  else `DIR/source.model` and `DIR/target.model`, each with its `.vocab`
-  (one "piece<TAB>score" line per id, as SentencePiece writes it). With
-  `--vocab_file` nothing is learned or copied;
-- `DIR/stats.json` (see `translation_data_stats`): every parameter; pairs read,
-  kept and dropped by reason (`pairs_read == pairs_kept +
-  sum(pairs_dropped.values())`, checked); per side the length histogram,
-  mean length, [UNK] share and byte-fallback share of the kept pairs; the
-  vocabularies (files, sizes, SHA-256, sample sizes); the shards and the
-  records written. The counts are also Beam metrics (namespace "tfnlp").
-
-Pairs are dropped, in this order, when: a tsv/jsonl line is blank or
-malformed (see `pipelines.translation_pairs`); either side is empty after
-normalization ("empty"); either side has more than `--max_length` ids,
-EOS included ("too_long"); the longer side has more than
-`--max_length_ratio` times the subword ids of the shorter ("length_ratio",
-as Moses' clean-corpus-n.perl does on words, default 9; 0 turns it off);
-with `--dedupe`, the pair's record equals an earlier one ("duplicate": the
-same ids on both sides, that is the same normalized text; one is kept).
-
-How it scales: aligned files are read one file pair per worker, streaming
-(split a huge corpus into aligned parts to read it in parallel); tsv and
-jsonl files are split across workers. The model is learned on one worker
-from at most `--vocab_sample_size` sentences, chosen by Beam's `Top`
-combiner, so the driver never reads the corpus (only, for aligned input,
-a newline count of each file before the job; `--nocheck_line_counts` skips
-it). Tokenizing runs on every worker with the Python `sentencepiece`
-package (the model arrives as a side input; workers load no TensorFlow).
-`--dedupe` groups records by their bytes. Each shard is sorted in one
-worker's memory, so choose `--num_shards` for shards of at most a few
-hundred MB: the default, 16, suits corpora up to tens of millions of pairs
-(WMT14 En-De's 4.5M pairs make shards of about 50 MB).
-
-Determinism: the sample, the model (one trainer thread, fixed input order),
-the ids and the shards (`pipelines.sharded_tfrecords`) depend on the input
-text alone, so the model and the shard files are byte-identical whatever
-the runner or the number of workers.
-
-`translation_records.TokenizeTranslationPairs` is the composite transform
-from string pairs to records, with explicit arguments; `build_pipeline`
-connects `ReadTranslationPairs`, the model learning (`learn_models`, with
-`sentencepiece_model.LearnSentencePieceModel`), it, and the writers; `main`
-maps the flags to their arguments. The flags are in
-`translation_data_flags`, the stats in `translation_data_stats`.
+`build_pipeline` says what the job reads, drops and writes; the flags are
+in `translation_data_flags`, the stats in `translation_data_stats`.
 """
 
 import logging
@@ -205,6 +132,73 @@ def build_pipeline(pipeline, read_pairs, output_dir, *, shared_vocab,
                    num_shards=translation_data_flags.DEFAULT_NUM_SHARDS,
                    gzip=False, parameters=None):
     """Adds the whole job to `pipeline`.
+
+    Input (`pipelines.translation_pairs`): line-aligned files (the default;
+    the sorted files of `--source_file` and `--target_file` are paired one
+    to one, and each pair must have the same number of lines, which is
+    checked before the job runs), or one pair a line as `source<TAB>target`
+    (`tsv`) or as a JSON object (`jsonl`). `.gz` and `.bz2` files are
+    decompressed.
+
+    Tokenization is SentencePiece (`pipelines.sentencepiece_model`),
+    reversible: SentencePiece's `nmt_nfkc` normalization (NFKC, control
+    characters dropped, spaces collapsed), then unigram (default) or BPE
+    pieces, with byte fallback so that any character survives as its UTF-8
+    bytes. Without given `models` the job learns them itself, in the same
+    pipeline, from a deterministic sample of `vocab_sample_size` sentences;
+    `shared_vocab` learns one model over both languages (what a Transformer
+    with shared source, target and output embeddings needs; recommended for
+    related languages such as English-German), otherwise one per side. The
+    ids are those of `tfnlp.text.SentencePieceTokenizer` with the same model
+    (which the trainer uses in-graph), with the special ids PAD 0, UNK 1,
+    BOS 2, EOS 3.
+
+    It writes, through Beam's filesystems (gs:// and the like work):
+
+    - `DIR/translation-SSSSS-of-NNNNN.tfrecord` (`.tfrecord.gz` with
+      `gzip`): one `tf.train.Example` per kept pair, in the schema of
+      `tfnlp.data.translation_schema` (`inputs` and `targets`, each the
+      subword ids followed by EOS);
+    - the learned model(s): `DIR/sentencepiece.model` with `shared_vocab`,
+      else `DIR/source.model` and `DIR/target.model`, each with its `.vocab`
+      (one "piece<TAB>score" line per id, as SentencePiece writes it). With
+      given `models` nothing is learned or copied;
+    - `DIR/stats.json` (see `translation_data_stats`): every parameter;
+      pairs read, kept and dropped by reason (`pairs_read == pairs_kept +
+      sum(pairs_dropped.values())`, checked); per side the length
+      histogram, mean length, [UNK] share and byte-fallback share of the
+      kept pairs; the vocabularies (files, sizes, SHA-256, sample sizes);
+      the shards and the records written. The counts are also Beam metrics
+      (namespace "tfnlp").
+
+    Pairs are dropped, in this order, when: a tsv/jsonl line is blank or
+    malformed (see `pipelines.translation_pairs`); either side is empty
+    after normalization ("empty"); either side has more than `max_length`
+    ids, EOS included ("too_long"); the longer side has more than
+    `max_length_ratio` times the subword ids of the shorter
+    ("length_ratio", as Moses' clean-corpus-n.perl does on words, default
+    9; 0 turns it off); with `dedupe`, the pair's record equals an earlier
+    one ("duplicate": the same ids on both sides, that is the same
+    normalized text; one is kept).
+
+    How it scales: aligned files are read one file pair per worker,
+    streaming (split a huge corpus into aligned parts to read it in
+    parallel); tsv and jsonl files are split across workers. The model is
+    learned on one worker from at most `vocab_sample_size` sentences, chosen
+    by Beam's `Top` combiner, so the driver never reads the corpus (only,
+    for aligned input, a newline count of each file before the job;
+    `--nocheck_line_counts` skips it). Tokenizing runs on every worker with
+    the Python `sentencepiece` package (the model arrives as a side input;
+    workers load no TensorFlow). `dedupe` groups records by their bytes.
+    Each shard is sorted in one worker's memory, so choose `num_shards` for
+    shards of at most a few hundred MB: the default, 16, suits corpora up
+    to tens of millions of pairs (WMT14 En-De's 4.5M pairs make shards of
+    about 50 MB).
+
+    Determinism: the sample, the model (one trainer thread, fixed input
+    order), the ids and the shards (`pipelines.sharded_tfrecords`) depend on
+    the input text alone, so the model and the shard files are
+    byte-identical whatever the runner or the number of workers.
 
     Args:
         pipeline: a `beam.Pipeline`.
