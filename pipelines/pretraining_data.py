@@ -2,67 +2,12 @@
 
     python -m pipelines.pretraining_data \\
       --input_file=GLOB[,GLOB...] --vocab_file=vocab.txt --output_dir=DIR \\
-      [--do_lower_case=true] [--max_seq_length=128] [--max_predictions_per_seq=20] \\
-      [--masked_lm_prob=0.15] [--short_seq_prob=0.1] [--dupe_factor=10] \\
-      [--random_seed=12345] [--do_whole_word_mask] [--num_shards=N] [--gzip] \\
-      [--dynamic_masking] [--input_format=text|jsonl] [--random_pool_tokens=2000000] \\
+      [--max_seq_length=128] [--dupe_factor=10] [--num_shards=N] [--gzip] \\
       [Beam options: --runner, --direct_num_workers, --direct_running_mode, ...]
 
 The flags are those of google-research/bert's `create_pretraining_data.py`
 (booleans also as `--flag`, `--flag=false` or `--noflag`), plus
-`--output_dir` for sharded output. It writes
-
-- `DIR/pretraining-SSSSS-of-NNNNN.tfrecord` (`.tfrecord.gz` with `--gzip`):
-  `tf.train.Example`s in the schema of `tfnlp.data.pretraining_schema`,
-  which is what the original `run_pretraining.py` parses;
-- `DIR/stats.json`: every parameter and the seed; lines and documents read,
-  used and skipped by reason; sentences, instances, tokens, the mean and a
-  histogram of instance lengths, truncations, the mask rate, the shares of
-  [MASK] / random / unchanged replacements, the NSP random share and the
-  [UNK] share. The same counts are Beam metrics (namespace "tfnlp").
-
-Input: `text` is the original format, one sentence per line and a blank
-line between documents; `jsonl` is one document per line with a "text"
-field, split into sentences at line breaks and after ".", "!", "?" or "…"
-(optionally followed by closing quotes or brackets) that are followed by
-whitespace and an upper-case letter, a digit or an opening quote.
-
-Bad input never stops the job and is never lost silently: undecodable bytes
-are replaced and then dropped by the tokenizer (as the original's
-`errors="ignore"` decoding), NUL bytes are dropped, lines longer than
-`--max_line_bytes` (1 MB) are skipped, documents with no tokens are
-skipped, and every case is counted with its reason in the stats. A glob
-that matches no file is an error before the job starts.
-
-How it scales: files are read in parallel (each text file by one worker,
-since documents span lines: `pipelines.text_input.ReadDocuments`) and
-tokenized by `tfnlp.text.PlainBertTokenizer` (the ids of the in-graph
-`BertTokenizer`, in plain Python with a word cache, so no worker loads
-TensorFlow's 650 MB) into temporary files
-(`pipelines.token_store.TokenizeDocuments`), and documents, as compact
-bytes, are spread over buckets by a hash of their content. The original
-draws a "random next" segment from any document of the whole corpus, which needs the corpus in memory; here
-it comes from the other documents of the same bucket, which hold about
-`--random_pool_tokens` tokens (2 million: a few thousand typical documents),
-so one worker holds one bucket, never the corpus. The trade-off: random
-segments come from a random sample of the corpus rather than from all of
-it, which changes nothing in the distribution of instances as long as the
-pool is large next to one document. A corpus smaller than the pool is one
-bucket, as in the original. Records leave a bucket through a shuffle buffer
-of 10,000 and stream to the files; with `--num_shards` Beam groups them by
-shard first, which the local runner holds in memory.
-
-Determinism: each document and dupe pass gets its own random generator,
-seeded from a hash of `--random_seed`, the document's content and the pass
-(`pipelines.pretraining_instances.document_seed`), and a bucket's documents
-are taken in the order of their content hash. So the same inputs and seed
-give the same multiset of records whatever the runner, the number of
-workers, or how the input is split into files.
-
-`CreatePretrainingRecords` is the job's transform from documents to
-serialized records, with explicit arguments; `build_pipeline` connects
-`ReadDocuments`, it and the writers, and `main` maps the flags to their
-arguments.
+`--output_dir` for sharded output; `build_pipeline` says what it writes.
 """
 
 import logging
@@ -263,6 +208,28 @@ class CreatePretrainingRecords(beam.PTransform):
     "masked_positions" and "replaced_<kind>" (names never counted may be
     missing).
 
+    How it scales: documents are tokenized by `tfnlp.text.PlainBertTokenizer`
+    (the ids of the in-graph `BertTokenizer`, in plain Python with a word
+    cache, so no worker loads TensorFlow's 650 MB) and spread, as compact
+    bytes, over buckets by a hash of their content. The original draws a
+    "random next" segment from any document of the whole corpus, which
+    needs the corpus in memory; here it comes from the other documents of
+    the same bucket, which hold about `random_pool_tokens` tokens (2
+    million: a few thousand typical documents), so one worker holds one
+    bucket, never the corpus. The trade-off: random segments come from a
+    random sample of the corpus rather than from all of it, which changes
+    nothing in the distribution of instances as long as the pool is large
+    next to one document. A corpus smaller than the pool is one bucket, as
+    in the original. Records leave a bucket through a shuffle buffer of
+    10,000.
+
+    Determinism: each document and dupe pass gets its own random generator,
+    seeded from a hash of `random_seed`, the document's content and the
+    pass (`pipelines.pretraining_instances.document_seed`), and a bucket's
+    documents are taken in the order of their content hash. So the same
+    inputs and seed give the same multiset of records whatever the runner,
+    the number of workers, or how the input is split into files.
+
     Args:
         vocab_file: the WordPiece vocabulary (one token per line).
         lower_case: lower-case and strip accents (uncased vocabularies).
@@ -390,6 +357,35 @@ def stats_from_counts(counts, parameters):
 def build_pipeline(pipeline, read_documents, create_records, output_dir, num_shards,
                    gzip, parameters):
     """Adds the whole job to `pipeline`.
+
+    Input (`text_input.ReadDocuments`; each text file is read by one
+    worker, since documents span lines): `text` is the original format, one
+    sentence per line and a blank line between documents; `jsonl` is one
+    document per line with a "text" field, split into sentences at line
+    breaks and after ".", "!", "?" or "…" (optionally followed by closing
+    quotes or brackets) that are followed by whitespace and an upper-case
+    letter, a digit or an opening quote.
+
+    Bad input never stops the job and is never lost silently: undecodable
+    bytes are replaced and then dropped by the tokenizer (as the original's
+    `errors="ignore"` decoding), NUL bytes are dropped, lines longer than
+    `--max_line_bytes` (1 MB) are skipped, documents with no tokens are
+    skipped, and every case is counted with its reason in the stats. A glob
+    that matches no file is an error before the job starts.
+
+    It writes:
+
+    - `DIR/pretraining-SSSSS-of-NNNNN.tfrecord` (`.tfrecord.gz` with
+      `gzip`): `tf.train.Example`s in the schema of
+      `tfnlp.data.pretraining_schema`, which is what the original
+      `run_pretraining.py` parses; with `num_shards` Beam groups the records
+      by shard first, which the local runner holds in memory;
+    - `DIR/stats.json`: every parameter and the seed; lines and documents
+      read, used and skipped by reason; sentences, instances, tokens, the
+      mean and a histogram of instance lengths, truncations, the mask rate,
+      the shares of [MASK] / random / unchanged replacements, the NSP random
+      share and the [UNK] share. The same counts are Beam metrics
+      (namespace "tfnlp").
 
     Args:
         pipeline: a `beam.Pipeline`.
