@@ -3,66 +3,13 @@
     python -m pipelines.distillation_data \\
       --labelled_file=train.tsv --text_column=sentence --label_column=label \\
       --teacher_export=EXPORT_DIR --output_dir=DIR \\
-      [--labels=0,1] [--unlabelled_file=GLOB] [--exclude_file=dev.tsv] \\
-      [--augmentations_per_sentence=20] [--mask_probability=0.1] \\
-      [--swap_probability=0.1] [--ngram_probability=0.25] [--max_ngram_length=5] \\
-      [--swap=random|part_of_speech --part_of_speech_file=TSV] [--seed=0] \\
-      [--teacher_batch_size=64] [--num_shards=8] \\
-      [Beam options: --runner, --direct_num_workers, --direct_running_mode, ...]
+      [--unlabelled_file=GLOB] [--exclude_file=dev.tsv] \\
+      [--augmentations_per_sentence=20] [Beam options: --runner, ...]
 
-Tang et al. (2019) distil a fine-tuned BERT into a small student by
-training the student on the teacher's logits over a transfer set: the
-labelled training texts, synthetic texts made from each (words masked or
-swapped, n-grams cut out), and unlabelled in-domain text. This job makes
-that set and labels it (the flags are in `distillation_data_flags`, the
-stats in `distillation_data_stats`):
-
-1. Before the job, on the driver: the teacher's export is checked from its
-   `saved_model.pb` (`teacher_inference.describe_teacher_export`: a
-   `serving_default` taking strings and giving `logits`); its labels are
-   `--labels` or those its export records; the labelled file is read as
-   `trainer.finetune` reads it (`tfnlp.data.labelled_files.read_classification`,
-   rows with an unknown label skipped); the texts of `--exclude_file` are
-   read; the labelled texts are normalized (spacing collapsed), those
-   equal to an excluded text dropped, repeats dropped
-   (`transfer_set.prepare_labelled_texts`); and the augmenter is built from
-   their words (`tfnlp.text.augmentation.TransferSetAugmenter`).
-2. `transfer_set.AugmentTexts`: up to `--augmentations_per_sentence`
-   synthetic texts per labelled text, none equal to an excluded text.
-3. `text_input.ReadTextLines` reads `--unlabelled_file`, every line
-   counted; `transfer_set.DropExcludedTexts` drops the excluded texts.
-4. `transfer_set.SelectTransferTexts`: one record per distinct text, a
-   labelled text winning over the same text augmented or unlabelled, each
-   keyed by the SHA-256 of its text.
-5. `teacher_inference.LabelTransferSet`: the texts are cut into batches
-   of up to `--teacher_batch_size` texts of one word count, fixed by the
-   data alone (`teacher_inference.TeacherBatches`); Beam's `RunInference`
-   with `TeacherModelHandler` gives each text its logits; each becomes a
-   record of `tfnlp.data.distillation_schema`.
-6. `WriteShardedTFRecords` writes the shards, sorted; the labels and the
-   stats are written beside them.
-
-It writes, through Beam's filesystems:
-
-- `DIR/train-SSSSS-of-NNNNN.tfrecord`: `text`, `teacher_logits`, `label`
-  (the gold class id of a labelled text, else -1) and `origin`
-  ("labelled", "augmented" or "unlabelled");
-- `DIR/labels.json`: the teacher's labels (class id = index);
-- `DIR/stats.json`: every parameter; the labelled rows (read, skipped by
-  reason, excluded, repeated, with a conflicting label), the synthetic
-  texts (candidates, emitted, dropped as duplicates or as excluded), the
-  unlabelled lines (read, skipped, excluded); per origin the texts, the
-  duplicates and the records written; the teacher (its export, labels,
-  predicted classes per origin, and its agreement with the gold labels);
-  all checked to add up.
-
-Determinism: a text's synthetic texts depend on the text and `--seed`, its
-record on the text and the teacher (every teacher call has the same
-shape), and the shards are sorted by the records' bytes, so on the same
-hardware the files are byte-identical whatever the runner or the number of
-workers. Scale: the labelled file is read on the driver, as fine-tuning
-reads it; the unlabelled text is read in parallel; each worker loads the
-teacher once.
+Tang et al. (2019) distil a fine-tuned BERT into a small student trained on
+the teacher's logits over a transfer set: the labelled training texts,
+synthetic texts made from each, and unlabelled in-domain text. This job
+makes that set and labels it; `main` and `build_pipeline` say how.
 """
 
 import logging
@@ -101,6 +48,44 @@ def build_pipeline(pipeline, labelled_texts, labelled_counts, output_dir, *, lab
                    excluded_texts=frozenset(),
                    num_shards=distillation_data_flags.DEFAULT_NUM_SHARDS):
     """Adds the whole job to `pipeline`.
+
+    1. `transfer_set.AugmentTexts`: up to `--augmentations_per_sentence`
+       synthetic texts per labelled text (words masked or swapped, n-grams
+       cut out), none equal to an excluded text.
+    2. `text_input.ReadTextLines` reads `--unlabelled_file`, every line
+       counted; `transfer_set.DropExcludedTexts` drops the excluded texts.
+    3. `transfer_set.SelectTransferTexts`: one record per distinct text, a
+       labelled text winning over the same text augmented or unlabelled,
+       each keyed by the SHA-256 of its text.
+    4. `teacher_inference.LabelTransferSet`: the texts are cut into batches
+       of up to `teacher_batch_size` texts of one word count, fixed by the
+       data alone (`teacher_inference.TeacherBatches`); Beam's
+       `RunInference` with `TeacherModelHandler` gives each text its
+       logits; each becomes a record of `tfnlp.data.distillation_schema`.
+    5. `WriteShardedTFRecords` writes the shards, sorted; the labels and the
+       stats are written beside them.
+
+    It writes, through Beam's filesystems:
+
+    - `DIR/train-SSSSS-of-NNNNN.tfrecord`: `text`, `teacher_logits`,
+      `label` (the gold class id of a labelled text, else -1) and `origin`
+      ("labelled", "augmented" or "unlabelled");
+    - `DIR/labels.json`: the teacher's labels (class id = index);
+    - `DIR/stats.json` (`distillation_data_stats`): every parameter; the
+      labelled rows (read, skipped by reason, excluded, repeated, with a
+      conflicting label), the synthetic texts (candidates, emitted, dropped
+      as duplicates or as excluded), the unlabelled lines (read, skipped,
+      excluded); per origin the texts, the duplicates and the records
+      written; the teacher (its export, labels, predicted classes per
+      origin, and its agreement with the gold labels); all checked to add
+      up.
+
+    Determinism: a text's synthetic texts depend on the text and `--seed`,
+    its record on the text and the teacher (every teacher call has the same
+    shape), and the shards are sorted by the records' bytes, so on the same
+    hardware the files are byte-identical whatever the runner or the number
+    of workers. Scale: the unlabelled text is read in parallel; each worker
+    loads the teacher once.
 
     Args:
         pipeline: a `beam.Pipeline`.
@@ -305,6 +290,19 @@ def build_augmenter(flags, labelled_texts, excluded_texts):
 
 def main(argv=None):
     """Runs the job on the command line `argv` (see `pipelines.job`).
+
+    Before the job, on the driver: the teacher's export is checked from its
+    `saved_model.pb` (`teacher_inference.describe_teacher_export`: a
+    `serving_default` taking strings and giving `logits`); its labels are
+    `--labels` or those its export records; the labelled file is read as
+    `trainer.finetune` reads it
+    (`tfnlp.data.labelled_files.read_classification`, rows with an unknown
+    label skipped); the texts of `--exclude_file` are read; the labelled
+    texts are normalized (spacing collapsed), those equal to an excluded
+    text dropped, repeats dropped (`transfer_set.prepare_labelled_texts`);
+    and the augmenter is built from their words
+    (`tfnlp.text.augmentation.TransferSetAugmenter`). Then
+    `build_pipeline`'s job runs.
 
     Returns:
         The stats dict, as written to DIR/stats.json.
