@@ -5,61 +5,9 @@ teacher's logits, on `tf.distribute`.
         --eval_data=dev.tsv --model_dir=RUN --student=bilstm \\
         --word_vectors=glove.840B.300d.txt --loss=mse --train_steps=20000
 
-reads the transfer set of `python -m pipelines.distillation_data` (texts
-with the teacher's logits, a gold label where there is one;
-`tfnlp.data.distillation_dataset`), tokenizes it for the student
-(`trainer.distillation_inputs`) and trains the student with the shared loop
-of `trainer.training_loop` (`trainer.tasks.DistillationTask`):
-
-- `--objective=distill`: the teacher term on every record, `--loss=kl`
-  (Hinton et al.'s `T² · KL` at `--temperature`) or `--loss=mse` (the
-  logits' squared difference, Tang et al.), weighted by `--alpha`, plus
-  `1 - alpha` times the cross-entropy with the gold labels of the records
-  that have one;
-- `--objective=labels`: the baseline, the same student trained on the
-  labelled records' gold labels alone (the teacher's logits are never
-  read), so that distillation can be compared with it.
-
-Students (`trainer.distillation_models`):
-
-- `--student=bilstm` (Tang et al.): a `tfnlp.models.BiLSTMClassifier` on
-  words (`tfnlp.text.WordTokenizer`: lower-cased, punctuation split off);
-  its vocabulary is the `--max_vocabulary_size` most frequent words of the
-  training texts (seen at least `--min_word_count` times), then the words
-  of `--extra_vocabulary_file` they lack, written to
-  `MODEL_DIR/vocabulary.txt`; `--word_vectors` (word2vec or GloVe) start
-  its embeddings, with the counts of words found and missing logged, or
-  the teacher's: `teacher` (the mean of its WordPiece embeddings of each
-  word) or `teacher_output` (its sentence vector of each word alone).
-  Sizes: `--config` (a preset, or a JSON file) and the size flags.
-- `--student=bert` (DistilBERT): a `BertClassifier` of `--student_layers`
-  layers of the `--teacher`'s config (a `trainer.finetune` run or a Hugging
-  Face BERT directory), its embeddings, layers (the last of each group of
-  teacher layers: 1, 3, 5 of 6), pooler and classification layer copied
-  from the teacher; the teacher's WordPiece vocabulary and lower-casing.
-
-With `--eval_data` (a labelled dev file) every evaluation reports the
-accuracy against its gold labels and, when `--teacher` is a classifier,
-the agreement with the teacher's predictions on it (the teacher's own
-accuracy is logged once); the checkpoint of the best accuracy is kept.
-
-Writes into `--model_dir` what every trainer on the shared loop writes
-(`trainer.runtime`): resumable `ckpt-STEP` checkpoints, TensorBoard logs
-and the HParams in `tensorboard/`, `train_log.jsonl`,
-`eval_log.jsonl`, `best/`; `config.json` (the student serialized by
-Keras) and `serving.json` (its kind, labels, vocabulary and sequence
-length, for `trainer.export`). With `--export_dir`, the next version of a
-SavedModel whose `serving_default` takes raw text and returns `label`,
-`class_id`, `probabilities` and `logits`, as a BERT classifier's export
-does, so `python -m tfnlp.serve` serves it unchanged.
-
-References:
-    - [Hinton et al., 2015. Distilling the Knowledge in a Neural Network](
-      https://arxiv.org/abs/1503.02531)
-    - [Tang et al., 2019. Distilling Task-Specific Knowledge from BERT into
-      Simple Neural Networks](https://arxiv.org/abs/1903.12136)
-    - [Sanh et al., 2019. DistilBERT, a distilled version of BERT](
-      https://arxiv.org/abs/1910.01108)
+It reads the transfer set of `python -m pipelines.distillation_data` and
+trains the student on the shared loop of `trainer.training_loop`; `run`
+says what it trains and writes.
 """
 
 import logging
@@ -121,7 +69,47 @@ WORD_SEQUENCE_LENGTH = 16
 
 
 def run(flags):
-    """Trains as the flags say; returns the final step's loss."""
+    """Trains as the flags say; returns the final step's loss.
+
+    It reads the transfer set (texts with the teacher's logits, a gold label
+    where there is one; `tfnlp.data.distillation_dataset`), tokenizes it for
+    the student (`trainer.distillation_inputs`) and trains the student with
+    `trainer.tasks.DistillationTask`:
+
+    - `--objective=distill`: the teacher term on every record, `--loss=kl`
+      (Hinton et al.'s `T² · KL` at `--temperature`) or `--loss=mse` (the
+      logits' squared difference, Tang et al.), weighted by `--alpha`, plus
+      `1 - alpha` times the cross-entropy with the gold labels of the
+      records that have one;
+    - `--objective=labels`: the baseline, the same student trained on the
+      labelled records' gold labels alone (the teacher's logits are never
+      read), so that distillation can be compared with it.
+
+    The students (`trainer.distillation_models`) are `bilstm_student`'s and
+    `bert_student`'s. With `--eval_data` (a labelled dev file) every
+    evaluation reports the accuracy against its gold labels and, when
+    `--teacher` is a classifier, the agreement with the teacher's
+    predictions on it (`dev_set_with_teacher`); the checkpoint of the best
+    accuracy is kept.
+
+    Writes into `--model_dir` what every trainer on the shared loop writes
+    (`trainer.runtime`): resumable `ckpt-STEP` checkpoints, TensorBoard logs
+    and the HParams in `tensorboard/`, `train_log.jsonl`, `eval_log.jsonl`,
+    `best/`; `config.json` (the student serialized by Keras) and
+    `serving.json` (its kind, labels, vocabulary and sequence length, for
+    `trainer.export`). With `--export_dir`, the next version of a
+    SavedModel whose `serving_default` takes raw text and returns `label`,
+    `class_id`, `probabilities` and `logits`, as a BERT classifier's export
+    does, so `python -m tfnlp.serve` serves it unchanged.
+
+    References:
+        - [Hinton et al., 2015. Distilling the Knowledge in a Neural Network](
+          https://arxiv.org/abs/1503.02531)
+        - [Tang et al., 2019. Distilling Task-Specific Knowledge from BERT
+          into Simple Neural Networks](https://arxiv.org/abs/1903.12136)
+        - [Sanh et al., 2019. DistilBERT, a distilled version of BERT](
+          https://arxiv.org/abs/1910.01108)
+    """
     description = (f"Distillation ({flags.objective}, {flags.student} student)"
                    if flags.objective == "distill" else
                    f"Training on the gold labels alone ({flags.student} student)")
@@ -161,8 +149,10 @@ def teacher_dev_logits(teacher, record, texts):
 def word_embeddings(flags, vocabulary, teacher=None, teacher_record=None):
     """The BiLSTM's constructor arguments of `--word_vectors`: the matrix
     aligned with `vocabulary` and its size (none without the flag), from a
-    file or, with `--word_vectors=teacher`, from the teacher's WordPiece
-    embeddings. A resumed run takes the embeddings from its checkpoint and
+    file (word2vec or GloVe; the counts of words found and missing are
+    logged) or from the teacher: `teacher` (the mean of its WordPiece
+    embeddings of each word) or `teacher_output` (its sentence vector of
+    each word alone). A resumed run takes the embeddings from its checkpoint and
     the size from its config.json instead of reading the file again."""
     if not flags.word_vectors:
         return {}
@@ -196,8 +186,18 @@ def word_embeddings(flags, vocabulary, teacher=None, teacher_record=None):
 
 def bilstm_student(flags, run, train_files, num_classes, origins, teacher=None,
                    teacher_record=None):
-    """The BiLSTM student, its `WordTokenizer` (its sequence length in
-    words) and the vocabulary file of the serving record."""
+    """The BiLSTM student (Tang et al.), its `WordTokenizer` (its sequence
+    length in words) and the vocabulary file of the serving record.
+
+    A `tfnlp.models.BiLSTMClassifier` on words (`tfnlp.text.WordTokenizer`:
+    lower-cased, punctuation split off); its vocabulary is the
+    `--max_vocabulary_size` most frequent words of the training texts (seen
+    at least `--min_word_count` times), then the words of
+    `--extra_vocabulary_file` they lack, written to
+    `MODEL_DIR/vocabulary.txt`; `--word_vectors` (word2vec or GloVe, or the
+    teacher's: `word_embeddings`) start its embeddings. Sizes: `--config`
+    (a preset, or a JSON file) and the size flags.
+    """
     path, _ = word_vocabulary(run, train_files, num_classes, origins,
                               flags.max_vocabulary_size, flags.min_word_count,
                               flags.extra_vocabulary_file)
@@ -214,7 +214,14 @@ def bilstm_student(flags, run, train_files, num_classes, origins, teacher=None,
 
 def bert_student(flags, teacher, record, num_classes):
     """The BERT student initialised from `teacher`, the teacher's
-    `BertTokenizer` and the student's sequence length."""
+    `BertTokenizer` and the student's sequence length.
+
+    DistilBERT's: a `BertClassifier` of `--student_layers` layers of the
+    `--teacher`'s config (a `trainer.finetune` run or a Hugging Face BERT
+    directory), its embeddings, layers (the last of each group of teacher
+    layers: 1, 3, 5 of 6), pooler and classification layer copied from the
+    teacher; the teacher's WordPiece vocabulary and lower-casing.
+    """
     source = getattr(teacher, "encoder", teacher)
     layers = flags.student_layers or max(1, source.config.num_layers // 2)
     student, indices = distilled_bert_classifier(
