@@ -6,13 +6,7 @@ learner's (`add_sentencepiece_flags`). Each function takes only what
 differs between the jobs."""
 
 from pipelines import sentencepiece_model, text_input
-from tfnlp.command_line import add_boolean_flag
-
-
-def _help(mode, text):
-    """`text` as a help sentence: after "MODE: " when the flag is of one
-    mode of the job, else capitalized."""
-    return f"{mode}: {text}" if mode else text[0].upper() + text[1:]
+from tfnlp.command_line import add_boolean_flag, mode_help
 
 
 def add_input_file_flag(group, files="the input files", required=True):
@@ -70,21 +64,21 @@ def add_sentencepiece_flags(group, model_type, sample, mode="", models="the lear
         coverage_examples: a parenthesis of `--character_coverage`'s help,
             e.g. the values for some languages.
     """
-    vocab_size_help = _help(mode, f"the pieces of {models}, the 4 special and 256 byte "
-                                  "pieces included.")
+    vocab_size_help = mode_help(mode, f"the pieces of {models}, the 4 special and 256 "
+                                      "byte pieces included.")
     if vocab_size_group is not None:
         vocab_size_group.add_argument("--vocab_size", type=int, default=8000,
                                       help=vocab_size_help)
     group.add_argument("--model_type", choices=sentencepiece_model.MODEL_TYPES,
                        default=model_type,
-                       help=_help(mode, "the learned model's type: unigram (Kudo 2018) or "
-                                        "bpe."))
+                       help=mode_help(mode, "the learned model's type: unigram (Kudo 2018) "
+                                            "or bpe."))
     if vocab_size_group is None:
         group.add_argument("--vocab_size", type=int, default=8000, help=vocab_size_help)
     coverage = f" ({coverage_examples})" if coverage_examples else ""
     group.add_argument("--character_coverage", type=float, default=1.0,
-                       help=_help(mode, f"share of the sample's characters made pieces"
-                                        f"{coverage}; the others fall back to bytes."))
+                       help=mode_help(mode, f"share of the sample's characters made pieces"
+                                            f"{coverage}; the others fall back to bytes."))
     group.add_argument("--vocab_sample_size", type=int, default=1_000_000,
-                       help=_help(mode, f"learn from at most this many {sample}, those of "
-                                        "smallest content hash."))
+                       help=mode_help(mode, f"learn from at most this many {sample}, those "
+                                            "of smallest content hash."))

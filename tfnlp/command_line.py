@@ -86,6 +86,13 @@ def boolean(value):
     raise argparse.ArgumentTypeError(f"expected true or false, not {value!r}")
 
 
+def mode_help(mode, text):
+    """`text` as a flag's help: after "MODE: " when the flag is for one
+    mode or case of the command ("sentencepiece", "BiLSTM"), else
+    capitalized."""
+    return f"{mode}: {text}" if mode else text[0].upper() + text[1:]
+
+
 def add_boolean_flag(parser, name, default, help_text):
     """Adds `--name[=BOOL]` and `--noname` to `parser` (or an argument group)."""
     parser.add_argument(f"--{name}", type=boolean, nargs="?", const=True, default=default,

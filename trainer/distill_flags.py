@@ -15,6 +15,7 @@ from trainer.run_flags import (
     add_loop_output_flags,
     add_loop_training_flags,
     add_model_dir_flag,
+    add_preset_config_flag,
     add_schedule_flag,
     add_seed_flag,
     add_shuffle_buffer_flag,
@@ -109,10 +110,8 @@ def distillation_parser():
     student.add_argument("--dropout", type=float, default=None,
                          help="The dropout before the classification layer (BiLSTM: "
                               "after its ReLU layer); default: the model's.")
-    student.add_argument("--config", default="",
-                         help="BiLSTM: a preset (tiny, tang2019; the default) or a JSON "
-                              "file of BiLSTMClassifier arguments; the flags below "
-                              "override it.")
+    add_preset_config_flag(student, "tiny, tang2019; the default", "BiLSTMClassifier arguments",
+                           default="", mode="BiLSTM")
     for name in BILSTM_SIZES:
         student.add_argument(f"--{name}", type=int, default=None,
                              help=f"BiLSTM: overrides the preset's {name} (default: the "

@@ -15,6 +15,8 @@ from trainer.bert_models import (
     check_bert_config_flag, check_inputs_fit, checkpoint_config, config_from_name,
 )
 from trainer.run_flags import (
+    add_bert_config_flag,
+    add_bert_override_flags,
     add_clip_norm_flag,
     add_distribution_flags,
     add_ema_flag,
@@ -81,22 +83,13 @@ def finetuning_parser():
     model.add_argument("--init_checkpoint", default="",
                        help="A pretraining model_dir or checkpoint prefix, or a Hugging "
                             "Face BERT directory; empty: train from scratch.")
-    model.add_argument("--config", default="",
-                       help="Without --init_checkpoint: a BertConfig preset (tiny, mini, "
-                            "small, base, large) or a BertConfig JSON file.")
+    add_bert_config_flag(model, "", mode="Without --init_checkpoint")
     model.add_argument("--vocab_size", type=int, default=None,
                        help="The encoder's vocabulary size (default: the tokens of "
                             "--vocab_file from scratch, replacing the --config's; the "
                             "checkpoint's with --init_checkpoint); another is refused.")
-    model.add_argument("--num_layers", type=int, default=None,
-                       help="The number of Transformer layers (default: the --config's "
-                            "from scratch; the checkpoint's with --init_checkpoint, where "
-                            "another is refused).")
-    model.add_argument("--hidden_dropout", type=float, default=None,
-                       help="The dropout rate of the hidden layers (default: the config's).")
-    model.add_argument("--attention_dropout", type=float, default=None,
-                       help="The dropout rate of the attention probabilities (default: the "
-                            "config's).")
+    add_bert_override_flags(model, "the --config's from scratch; the checkpoint's with "
+                                   "--init_checkpoint, where another is refused")
     model.add_argument("--pooling", choices=("auto", "pooled_output", "mean"), default="auto",
                        help="The classifier's sentence vector: BERT's pooled [CLS] output, or "
                             "the mean of the tokens' states; auto: mean for a "

@@ -9,6 +9,7 @@ from trainer.run_flags import (
     add_loop_output_flags,
     add_loop_training_flags,
     add_model_dir_flag,
+    add_preset_config_flag,
     add_schedule_flag,
     add_seed_flag,
     add_shard_data_flags,
@@ -48,9 +49,7 @@ def language_model_parser():
     add_model_dir_flag(model)
     model.add_argument("--model", choices=MODELS, default=MODELS[0],
                        help="The decoder family.")
-    model.add_argument("--config", default="tiny",
-                       help=f"A preset ({preset_names(MODELS)}) or a JSON file of the "
-                            "model's constructor arguments; the flags below override it.")
+    add_preset_config_flag(model, preset_names(MODELS), "the model's constructor arguments")
     model.add_argument("--dropout", type=float, default=0.1,
                        help="Dropout of the embeddings, the attention weights and each "
                             "sublayer's output.")

@@ -15,6 +15,8 @@ from tfnlp.text import load_vocabulary
 from trainer.bert_models import check_bert_config_flag, config_from_name
 from trainer.run_files import read_json
 from trainer.run_flags import (
+    add_bert_config_flag,
+    add_bert_override_flags,
     add_export_dir_flag,
     add_global_batch_size_flag,
     add_loop_output_flags,
@@ -71,21 +73,13 @@ def pretraining_parser():
 
     model = parser.add_argument_group("model")
     add_model_dir_flag(model)
-    model.add_argument("--config", default="base",
-                       help="A BertConfig preset (tiny, mini, small, base, large) or a "
-                            "BertConfig JSON file; its vocab_size is a default, which "
-                            "--vocab_file's size replaces.")
+    add_bert_config_flag(model, "base", note="its vocab_size is a default, which "
+                                             "--vocab_file's size replaces")
     model.add_argument("--vocab_size", type=int, default=None,
                        help="The model's vocabulary size (default: the tokens of "
                             "--vocab_file, else the config's); with --vocab_file it must "
                             "be the file's.")
-    model.add_argument("--num_layers", type=int, default=None,
-                       help="The number of Transformer layers (default: the config's).")
-    model.add_argument("--hidden_dropout", type=float, default=None,
-                       help="The dropout rate of the hidden layers (default: the config's).")
-    model.add_argument("--attention_dropout", type=float, default=None,
-                       help="The dropout rate of the attention probabilities (default: the "
-                            "config's).")
+    add_bert_override_flags(model)
 
     training = parser.add_argument_group("training")
     add_global_batch_size_flag(training)

@@ -14,6 +14,7 @@ from tfnlp.command_line import (
     add_boolean_flag,
     check_input_file,
     check_output_directory,
+    mode_help,
 )
 from tfnlp.data import tfrecord_files
 from tfnlp.data.file_patterns import match_patterns
@@ -98,6 +99,38 @@ def add_keep_checkpoints_flag(group, default=5, kept_apart=""):
     group.add_argument("--keep_checkpoints", type=int, default=default,
                        help="How many of the latest checkpoints are kept in --model_dir"
                             + (f" ({kept_apart})." if kept_apart else "."))
+
+
+def add_preset_config_flag(group, presets, arguments, default="tiny", mode=""):
+    """Adds `--config`: a preset of `presets` (their names, as the help
+    lists them) or a JSON file of `arguments`, which the model flags after
+    it override; `mode`, when given, is the case it is for ("BiLSTM")."""
+    group.add_argument("--config", default=default,
+                       help=mode_help(mode, f"a preset ({presets}) or a JSON file of "
+                                            f"{arguments}; the flags below override it."))
+
+
+def add_bert_config_flag(group, default, mode="", note=""):
+    """Adds the BERT trainers' `--config`: a BertConfig preset or JSON
+    file; `mode` says when it applies, `note` what else the help says."""
+    group.add_argument("--config", default=default,
+                       help=mode_help(mode, "a BertConfig preset (tiny, mini, small, base, "
+                                            "large) or a BertConfig JSON file")
+                            + (f"; {note}." if note else "."))
+
+
+def add_bert_override_flags(group, num_layers_default="the config's"):
+    """Adds the BERT trainers' `--num_layers` (default: `num_layers_default`,
+    as its help says), `--hidden_dropout` and `--attention_dropout` (default:
+    the config's)."""
+    group.add_argument("--num_layers", type=int, default=None,
+                       help=f"The number of Transformer layers (default: "
+                            f"{num_layers_default}).")
+    group.add_argument("--hidden_dropout", type=float, default=None,
+                       help="The dropout rate of the hidden layers (default: the config's).")
+    group.add_argument("--attention_dropout", type=float, default=None,
+                       help="The dropout rate of the attention probabilities (default: the "
+                            "config's).")
 
 
 def add_distribution_flags(group, jit_compile=True):

@@ -17,6 +17,7 @@ from trainer.run_flags import (
     add_loop_output_flags,
     add_loop_training_flags,
     add_model_dir_flag,
+    add_preset_config_flag,
     add_schedule_flag,
     add_seed_flag,
     add_shard_data_flags,
@@ -107,10 +108,8 @@ def translation_parser():
     add_model_dir_flag(model)
     model.add_argument("--model", choices=MODELS, default="transformer",
                        help="TransformerSeq2Seq, or RNNSeq2Seq (the LSTM encoder-decoder).")
-    model.add_argument("--config", default="tiny",
-                       help=f"A preset ({preset_names(MODELS)}) or a JSON file of the "
-                            "model's constructor arguments (sizes); the flags below "
-                            "override it.")
+    add_preset_config_flag(model, preset_names(MODELS),
+                           "the model's constructor arguments (sizes)")
     model.add_argument("--dropout", type=float, default=0.3,
                        help="Dropout of embeddings, attention and sublayers (rnn: "
                             "embeddings, between layers and the attentional state).")
