@@ -1,74 +1,10 @@
 """Reads translation-pair TFRecords into token-budget batches, bucketed by length.
 
 The records follow `tfnlp.data.translation_schema` (int64 `inputs` and
-`targets`, each ending with `EOS_ID`). `translation_dataset` reads the
-shards (interleaved, plain or gzip), shuffles the pairs, groups them into
-length buckets and batches each bucket by token count, as fairseq's
-`--max-tokens` and tensor2tensor's length bucketing do, yielding
-
-    inputs    int32 [batch, source_length]   zero-padded
-    targets   int32 [batch, target_length]   zero-padded
-
-Buckets. A pair's length is the longer of its two sides (EOS included).
-The bucket lengths are geometric, as tensor2tensor's: 8, 9, 10, ..., each
-the previous times `bucket_length_step` (1.1), rounded down, at least one
-more, and the last one is `max_length` (`bucket_lengths`). A pair goes to
-the shortest bucket at least as long as it. Each bucket has its own batch
-size, `max_tokens_per_batch // bucket_length`, rounded down to a multiple of
-`batch_size_multiple` and capped by `max_batch_size` (`bucket_batch_sizes`),
-so a batch's padded size, `batch_size * max(source_length, target_length)`,
-never exceeds `max_tokens_per_batch`.
-
-Padding. With `pad_to_bucket_boundary=True` (the default) both sides of a
-batch are padded to the bucket length, so there are at most as many shapes
-per side as buckets (and their batch sizes), which XLA compiles once each;
-with False each side is padded to its longest pair in the batch (less
-padding, shapes of every length).
-
-Pairs longer than `max_length`. The Beam job drops them already; a reader
-with a smaller `max_length` than the writer's would meet some. In training
-they are dropped (`long_pairs="drop"`, as tensor2tensor does;
-`count_long_pairs` counts them, and `trainer.translate` reports the count
-unless the shards' stats.json shows there can be none;
-`long_pairs="raise"` makes the iterator fail on the first one instead).
-In evaluation they are kept.
-
-Evaluation (`evaluation=True`): no shuffle, no repeat, no remainder
-dropped, a fixed read order; every pair of the files appears exactly once,
-in the same order every time, so that a validation set can be decoded and
-scored completely. Pairs up to `max_length` are bucketed as in training;
-the longer ones come after them, one pair per batch, padded to their own
-lengths (their batches can exceed the token budget). The files are read
-twice for that (once for each kind), which evaluation sets afford.
-
-Padding share on Multi30k En-De (the 29,000 training pairs), as measured
-by `python -m benchmarks.translation_batching` (padded positions / all
-positions, source and target together; one shuffled epoch,
-max_tokens_per_batch=4096, max_length=128). Lengths are the ids of a
-shared 8,000-piece SentencePiece model learned from the training text as
-the Beam job learns it (in brackets: words x 1.3 + EOS as the length):
-
-    token batches, padded to the bucket length          7.4%   (6.8%)
-    token batches, padded to the longest in the batch   7.4%   (6.8%)
-    plain batches of as many pairs (212; 218), padded
-      to the longest in the batch (the reference)       57.8%  (55.1%)
-    every pair padded to max_length                     87.5%  (87.5%)
-
-so a step computes 1.08 positions per real token against the reference's
-2.37 (0.46x). Padding to the bucket length costs almost nothing here (41
-more positions in a million): with about 200 pairs a batch and buckets one
-to three ids wide below 40, each side's longest pair nearly always reaches
-the bucket length.
-
-References:
-    Vaswani et al. 2017, "Attention Is All You Need", §5.1: "Sentence pairs
-    were batched together by approximate sequence length. Each training
-    batch contained a set of sentence pairs containing approximately 25000
-    source tokens and 25000 target tokens."
-    Ott et al. 2019, "fairseq: A Fast, Extensible Toolkit for Sequence
-    Modeling" (NAACL demonstrations): batches by `--max-tokens`.
-    Vaswani et al. 2018, "Tensor2Tensor for Neural Machine Translation":
-    the library's length buckets (geometric, step 1.1, from 8).
+`targets`, each ending with `EOS_ID`). `translation_dataset` reads them into
+zero-padded int32 batches `{"inputs", "targets"}` whose padded size stays
+within a token budget; `bucket_lengths` and `bucket_batch_sizes` give the
+buckets, `count_long_pairs` counts the pairs too long for them.
 """
 
 import tensorflow as tf
@@ -299,10 +235,59 @@ def translation_dataset(
     read `MAX_PARALLEL_FILES` at a time with `interleave` over
     `TFRecordDataset`s, shuffled pair by pair, repeated, parsed with
     `translation_schema.parse_example`, bucketed and batched with
-    `tf.data.Dataset.bucket_by_sequence_length` (see the module docstring
-    for the buckets, budget and padding) and prefetched. Each element is
-    `{"inputs": int32 [batch, source_length], "targets": int32 [batch,
-    target_length]}`, padded with `PAD_ID` 0.
+    `tf.data.Dataset.bucket_by_sequence_length` and prefetched, batched by
+    token count as fairseq's `--max-tokens` and tensor2tensor's length
+    bucketing do. Each element is `{"inputs": int32 [batch, source_length],
+    "targets": int32 [batch, target_length]}`, padded with `PAD_ID` 0.
+
+    Buckets. A pair's length is the longer of its two sides (EOS included).
+    The bucket lengths are geometric, as tensor2tensor's: 8, 9, 10, ...,
+    each the previous times `bucket_length_step` (1.1), rounded down, at
+    least one more, and the last one is `max_length` (`bucket_lengths`). A
+    pair goes to the shortest bucket at least as long as it. Each bucket has
+    its own batch size, `max_tokens_per_batch // bucket_length`, rounded
+    down to a multiple of `batch_size_multiple` and capped by
+    `max_batch_size` (`bucket_batch_sizes`).
+
+    Padding. With `pad_to_bucket_boundary=True` (the default) both sides of
+    a batch are padded to the bucket length, so there are at most as many
+    shapes per side as buckets (and their batch sizes), which XLA compiles
+    once each; with False each side is padded to its longest pair in the
+    batch (less padding, shapes of every length). The padding share on
+    Multi30k En-De (the 29,000 training pairs), as measured by `python -m
+    benchmarks.translation_batching` (padded positions / all positions,
+    source and target together; one shuffled epoch,
+    max_tokens_per_batch=4096, max_length=128; lengths are the ids of a
+    shared 8,000-piece SentencePiece model learned from the training text
+    as the Beam job learns it; in brackets: words x 1.3 + EOS as the
+    length):
+
+        token batches, padded to the bucket length          7.4%   (6.8%)
+        token batches, padded to the longest in the batch   7.4%   (6.8%)
+        plain batches of as many pairs (212; 218), padded
+          to the longest in the batch (the reference)       57.8%  (55.1%)
+        every pair padded to max_length                     87.5%  (87.5%)
+
+    so a step computes 1.08 positions per real token against the
+    reference's 2.37 (0.46x). Padding to the bucket length costs almost
+    nothing here (41 more positions in a million): with about 200 pairs a
+    batch and buckets one to three ids wide below 40, each side's longest
+    pair nearly always reaches the bucket length.
+
+    Pairs longer than `max_length`. The Beam job drops them already; a
+    reader with a smaller `max_length` than the writer's would meet some. In
+    training they are dropped (`long_pairs="drop"`, as tensor2tensor does;
+    `count_long_pairs` counts them, and `trainer.translate` reports the
+    count unless the shards' stats.json shows there can be none). In
+    evaluation they are kept.
+
+    Evaluation (`evaluation=True`): no shuffle, no repeat, no remainder
+    dropped, a fixed read order; every pair of the files appears exactly
+    once, in the same order every time, so that a validation set can be
+    decoded and scored completely. Pairs up to `max_length` are bucketed as
+    in training; the longer ones come after them, one pair per batch,
+    padded to their own lengths. The files are read twice for that (once
+    for each kind), which evaluation sets afford.
 
     A batch's `batch * max(source_length, target_length)` is at most
     `max_tokens_per_batch`, except for evaluation's pairs longer than
@@ -370,6 +355,16 @@ def translation_dataset(
 
     Returns:
         A `tf.data.Dataset` of `{"inputs", "targets"}` int32 batches.
+
+    References:
+        Vaswani et al. 2017, "Attention Is All You Need", §5.1: "Sentence
+        pairs were batched together by approximate sequence length. Each
+        training batch contained a set of sentence pairs containing
+        approximately 25000 source tokens and 25000 target tokens."
+        Ott et al. 2019, "fairseq: A Fast, Extensible Toolkit for Sequence
+        Modeling" (NAACL demonstrations): batches by `--max-tokens`.
+        Vaswani et al. 2018, "Tensor2Tensor for Neural Machine Translation":
+        the library's length buckets (geometric, step 1.1, from 8).
 
     Raises:
         FileNotFoundError: no file matches `files`.
