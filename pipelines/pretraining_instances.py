@@ -1,71 +1,11 @@
 """BERT pretraining instances (sentence pairs with masked tokens), in plain Python.
 
-This module turns tokenized documents into the training instances of BERT's
-two pretraining tasks, masked language modelling (MLM) and next sentence
-prediction (NSP), with the algorithm of google-research/bert's
-`create_pretraining_data.py`. It works on token ids, uses only the standard
-library and runs once per document inside Beam workers
-(`pipelines.pretraining_data`), so the per-document work is kept small and
-no token list is copied more often than needed.
-
-The original's algorithm, per document (`create_instances_from_document`):
-
-1. The target length is `max_seq_length - 3` tokens (room for [CLS] and two
-   [SEP]), except that with probability `short_seq_prob` the whole document
-   gets a random target in `[2, max_seq_length - 3]`, to expose the model to
-   short inputs. The draw is made once per document (per dupe pass), not
-   once per instance, as in the original.
-2. Sentences are collected into a chunk until the chunk reaches the target
-   length or the document ends. A random number of the chunk's first
-   sentences (at least one) forms segment A.
-3. If the chunk holds one sentence, or with probability 1/2, segment B is a
-   "random next": sentences from a random position of a random other
-   document (ten tries to avoid the same document; after that the last pick
-   is kept, so a one-document corpus takes B from itself), enough to fill
-   the target, and the chunk's unused sentences are put back to be read
-   again. Otherwise segment B is the rest of the chunk ("actual next").
-4. `truncate_seq_pair` trims the longer segment, from the front or the back
-   with probability 1/2 each, until both fit in `max_seq_length - 3` tokens.
-5. The instance is `[CLS] A [SEP] B [SEP]` with segment ids 0 for
-   `[CLS] A [SEP]` and 1 for `B [SEP]`, and `create_masked_lm_predictions`
-   masks it: `min(max_predictions_per_seq, max(1, round(length *
-   masked_lm_prob)))` positions other than [CLS] and [SEP], chosen in a
-   random order (with `do_whole_word_mask`, whole words: a "##" piece goes
-   with the piece before it, and a word that would exceed the number is
-   skipped). Each chosen position becomes [MASK] with probability 0.8, keeps
-   its token with probability 0.1, or becomes a uniformly random vocabulary
-   id with probability 0.1 (which may happen to be the original id). The
-   positions are returned in ascending order with their original ids.
-
-The random calls (`random.Random.random`, `randint` and `shuffle`) are made
-in exactly the original's number and order, so the same `random.Random`
-state follows the same random stream as the original and gives the same
-instances for one document, with one exception made for speed: without
-whole-word masking the masked positions are drawn with `random.sample`,
-which gives the same distribution (a uniformly random subset of the
-candidates) with far fewer draws than shuffling every candidate. With
-`do_whole_word_mask` and no "##" pieces, the stream is the original's. With
-`dynamic_masking`, masking is left to the reader (which masks again each
-epoch), no masking draws are made here, and the stream differs from the
-original from the second instance on.
-
-The one deliberate difference: with `do_whole_word_mask`, the original draws
-the [MASK] / unchanged / random decision separately for every piece of a
-chosen word, so a word can come out half masked (its issue 910). Here the
-decision is drawn once per word and applied to all its pieces; with a random
-replacement each piece still gets its own random id. For a one-piece word
-the draws are the original's.
-
-Why a random generator per document: the original drives one
-`random.Random(seed)` through the whole corpus in file order, so every
-instance depends on every document read before it. A Beam job processes
-documents in no fixed order, on any number of workers, so each document and
-dupe pass gets its own generator seeded by `document_seed(seed,
-document_key(document), dupe_index)`. The key is a hash of the document's
-content, so the instances of a document depend only on the seed, its
-content, the dupe pass and the corpus that random next segments are drawn
-from (given in a fixed order), never on processing order, file names or
-position. Identical documents get identical instances.
+Turns tokenized documents into the training instances of BERT's masked
+language modelling (MLM) and next sentence prediction (NSP) tasks, with the
+algorithm of google-research/bert's `create_pretraining_data.py`. It works
+on token ids, uses only the standard library and runs once per document
+inside Beam workers (`pipelines.pretraining_data`), so the per-document
+work is kept small and no token list is copied more often than needed.
 """
 
 import dataclasses
@@ -222,6 +162,18 @@ def document_key(document):
 def document_seed(seed, document_key, dupe_index):
     """The seed of a document's `random.Random` for one dupe pass.
 
+    Why a generator per document: the original drives one
+    `random.Random(seed)` through the whole corpus in file order, so every
+    instance depends on every document read before it. A Beam job processes
+    documents in no fixed order, on any number of workers, so each document
+    and dupe pass gets its own generator seeded by `document_seed(seed,
+    document_key(document), dupe_index)`. The key is a hash of the
+    document's content, so the instances of a document depend only on the
+    seed, its content, the dupe pass and the corpus that random next
+    segments are drawn from (given in a fixed order), never on processing
+    order, file names or position. Identical documents get identical
+    instances.
+
     Args:
         seed: the job's seed (any integer).
         document_key: the document's key, bytes (see `document_key`).
@@ -286,6 +238,23 @@ def _trim(tokens, front, back):
 
 def create_masked_lm_predictions(token_ids, rng, config):
     """Masks an instance for the masked LM task, as the original does.
+
+    It masks `min(max_predictions_per_seq, max(1, round(length *
+    masked_lm_prob)))` positions other than [CLS] and [SEP], chosen in a
+    random order (with `do_whole_word_mask`, whole words: a "##" piece goes
+    with the piece before it, and a word that would exceed the number is
+    skipped). Each chosen position becomes [MASK] with probability 0.8,
+    keeps its token with probability 0.1, or becomes a uniformly random
+    vocabulary id with probability 0.1 (which may happen to be the original
+    id).
+
+    The one deliberate difference from the original: with
+    `do_whole_word_mask`, the original draws the [MASK] / unchanged /
+    random decision separately for every piece of a chosen word, so a word
+    can come out half masked. Here the decision is drawn once per word and
+    applied to all its pieces; with a random replacement each piece still
+    gets its own random id. For a one-piece word the draws are the
+    original's.
 
     Args:
         token_ids: the instance's ids, `[CLS] A [SEP] B [SEP]`; it is
@@ -380,6 +349,42 @@ def _words_that_fit(words, num_to_predict):
 
 def create_instances_from_document(documents, document_index, rng, config):
     """The training instances of one document, as the original makes them.
+
+    1. The target length is `max_seq_length - 3` tokens (room for [CLS] and
+       two [SEP]), except that with probability `short_seq_prob` the whole
+       document gets a random target in `[2, max_seq_length - 3]`, to
+       expose the model to short inputs. The draw is made once per document
+       (per dupe pass), not once per instance, as in the original.
+    2. Sentences are collected into a chunk until the chunk reaches the
+       target length or the document ends. A random number of the chunk's
+       first sentences (at least one) forms segment A.
+    3. If the chunk holds one sentence, or with probability 1/2, segment B
+       is a "random next": sentences from a random position of a random
+       other document (ten tries to avoid the same document; after that the
+       last pick is kept, so a one-document corpus takes B from itself),
+       enough to fill the target, and the chunk's unused sentences are put
+       back to be read again. Otherwise segment B is the rest of the chunk
+       ("actual next").
+    4. `truncate_seq_pair` trims the longer segment, from the front or the
+       back with probability 1/2 each, until both fit in
+       `max_seq_length - 3` tokens.
+    5. The instance is `[CLS] A [SEP] B [SEP]` with segment ids 0 for
+       `[CLS] A [SEP]` and 1 for `B [SEP]`, and
+       `create_masked_lm_predictions` masks it; the masked positions are
+       returned in ascending order with their original ids.
+
+    The random calls (`random.Random.random`, `randint` and `shuffle`) are
+    made in exactly the original's number and order, so the same
+    `random.Random` state follows the same random stream as the original
+    and gives the same instances for one document, with one exception made
+    for speed: without whole-word masking the masked positions are drawn
+    with `random.sample`, which gives the same distribution (a uniformly
+    random subset of the candidates) with far fewer draws than shuffling
+    every candidate. With `do_whole_word_mask` and no "##" pieces, the
+    stream is the original's. With `dynamic_masking`, masking is left to
+    the reader (which masks again each epoch), no masking draws are made
+    here, and the stream differs from the original from the second
+    instance on.
 
     Args:
         documents: the corpus that random next segments are drawn from, a
