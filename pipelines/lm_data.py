@@ -2,69 +2,15 @@
 
     python -m pipelines.lm_data --input_file=GLOB --output_dir=DIR \\
       [--validation_fraction=0.1 | --validation_file=GLOB] \\
-      [--input_format=text|jsonl] [--document_boundary=blank_line|file] \\
-      [--tokenizer=character|sentencepiece|wordpiece] [--vocab_file=PATH] \\
-      [--min_character_count=1] [--model_type=bpe|unigram] [--vocab_size=8000] \\
-      [--sequence_length=256] [--packing_bucket_tokens=1000000] \\
-      [--num_shards=8] [--num_validation_shards=1] [--gzip] \\
-      [Beam options: --runner, --direct_num_workers, --direct_running_mode, ...]
+      [--tokenizer=character|sentencepiece|wordpiece] [--sequence_length=256]
 
-Tiny Shakespeare at the character level, as nanoGPT's `shakespeare_char`
-(the first 90% of the text trains, the last 10% validates; one stream
-each):
+Tiny Shakespeare at the character level, as nanoGPT's `shakespeare_char`:
 
     python -m pipelines.lm_data --input_file=train.txt --validation_file=val.txt \\
       --document_boundary=file --tokenizer=character --output_dir=data/shakespeare
 
-The stages (the flags are in `lm_data_flags`, the stats in `lm_data_stats`):
-
-1. Read documents whole, their line breaks kept
-   (`document_texts.ReadDocumentTexts`: blank-line-separated blocks, whole
-   files, or jsonl records), every line counted.
-2. Key each document by the SHA-256 of its text and split off validation
-   (`lm_documents.SplitDocuments`: `--validation_fraction` of the key
-   space), or read `--validation_file` as the validation split.
-3. Learn the tokenizer from the training split only
-   (`lm_tokenizers.LearnTokenizer`): every character seen
-   (`--min_character_count`), or a SentencePiece BPE/unigram model
-   (identity normalization, spaces kept, byte fallback, so detokenized text
-   is the text and "\\n" survives as a byte piece) from a deterministic
-   sample of lines; or take `--vocab_file` (a SentencePiece model, or a
-   WordPiece vocabulary).
-4. Tokenize each document in the workers with the plain-Python tokenizer
-   (no TensorFlow; the ids of the in-graph `tfnlp.text` tokenizer), append
-   the end-of-document id (`lm_documents.TokenizeLanguageModelDocuments`).
-5. Pack (`lm_packing.PackLanguageModelRecords`): documents spread over
-   `ceil(tokens / --packing_bucket_tokens)` buckets by key, each bucket
-   one stream in key order, cut into windows of `--sequence_length + 1`
-   ids overlapping by one.
-6. Write the records (`tfnlp.data.language_model_schema`) with
-   `WriteShardedTFRecords`, the tokenizer's file and descriptor, and the
-   stats.
-
-It writes, through Beam's filesystems:
-
-- `DIR/train-SSSSS-of-NNNNN.tfrecord` (`.tfrecord.gz` with `--gzip`) and,
-  with a validation split, `DIR/validation-SSSSS-of-NNNNN.tfrecord`:
-  `token_ids` (int64, `sequence_length + 1`) and `character_count`;
-- the tokenizer's file: `DIR/characters.txt`, `DIR/sentencepiece.model`
-  (and `.vocab`, learned) or `DIR/vocab.txt`; and `DIR/tokenizer.json`
-  (`tfnlp.text.tokenizer_descriptor`), which
-  `tfnlp.text.load_language_model_tokenizer(DIR)` reads;
-- `DIR/stats.json` (`lm_data_stats`): every parameter; lines read, used
-  and skipped by reason; documents read, per split, skipped; per split the
-  documents, tokens, characters, unknown share, records, predicted tokens
-  and characters, unpredicted first tokens and dropped tail tokens, with
-  `tokens == records * sequence_length + unpredicted_first_tokens +
-  dropped_tail_tokens` checked; the vocabulary (kind, size, SHA-256).
-
-Determinism: keys, splits, buckets, the stream's order, the learned
-vocabulary or model and the shards depend on the input text alone, so
-every file is byte-identical whatever the runner or the number of workers.
-Scale: files of blank-line documents and jsonl are read in parallel (a
-`--document_boundary=file` file is one document, held whole by one
-worker); a worker packs one bucket (about `--packing_bucket_tokens` ids);
-a shard is sorted in one worker's memory.
+`build_pipeline` says what the job does and writes; the flags are in
+`lm_data_flags`, the stats in `lm_data_stats`.
 """
 
 import logging
@@ -120,6 +66,56 @@ def build_pipeline(pipeline, read_input, output_dir, *, tokenizer_options, seque
                    num_shards=lm_data_flags.DEFAULT_NUM_SHARDS, num_validation_shards=1,
                    gzip=False, parameters=None, vocabulary_settings=None):
     """Adds the whole job to `pipeline`.
+
+    1. Read documents whole, their line breaks kept
+       (`document_texts.ReadDocumentTexts`: blank-line-separated blocks,
+       whole files, or jsonl records), every line counted.
+    2. Key each document by the SHA-256 of its text and split off
+       validation (`lm_documents.SplitDocuments`: `validation_fraction` of
+       the key space), or read `--validation_file` as the validation split.
+    3. Learn the tokenizer from the training split only
+       (`lm_tokenizers.LearnTokenizer`): every character seen
+       (`--min_character_count`), or a SentencePiece BPE/unigram model
+       (identity normalization, spaces kept, byte fallback, so detokenized
+       text is the text and "\\n" survives as a byte piece) from a
+       deterministic sample of lines; or take `--vocab_file` (a
+       SentencePiece model, or a WordPiece vocabulary).
+    4. Tokenize each document in the workers with the plain-Python
+       tokenizer (no TensorFlow; the ids of the in-graph `tfnlp.text`
+       tokenizer), append the end-of-document id
+       (`lm_documents.TokenizeLanguageModelDocuments`).
+    5. Pack (`lm_packing.PackLanguageModelRecords`): documents spread over
+       `ceil(tokens / packing_bucket_tokens)` buckets by key, each bucket
+       one stream in key order, cut into windows of `sequence_length + 1`
+       ids overlapping by one.
+    6. Write the records (`tfnlp.data.language_model_schema`) with
+       `WriteShardedTFRecords`, the tokenizer's file and descriptor, and
+       the stats.
+
+    It writes, through Beam's filesystems:
+
+    - `DIR/train-SSSSS-of-NNNNN.tfrecord` (`.tfrecord.gz` with `gzip`) and,
+      with a validation split, `DIR/validation-SSSSS-of-NNNNN.tfrecord`:
+      `token_ids` (int64, `sequence_length + 1`) and `character_count`;
+    - the tokenizer's file: `DIR/characters.txt`, `DIR/sentencepiece.model`
+      (and `.vocab`, learned) or `DIR/vocab.txt`; and `DIR/tokenizer.json`
+      (`tfnlp.text.tokenizer_descriptor`), which
+      `tfnlp.text.load_language_model_tokenizer(DIR)` reads;
+    - `DIR/stats.json` (`lm_data_stats`): every parameter; lines read, used
+      and skipped by reason; documents read, per split, skipped; per split
+      the documents, tokens, characters, unknown share, records, predicted
+      tokens and characters, unpredicted first tokens and dropped tail
+      tokens, with `tokens == records * sequence_length +
+      unpredicted_first_tokens + dropped_tail_tokens` checked; the
+      vocabulary (kind, size, SHA-256).
+
+    Determinism: keys, splits, buckets, the stream's order, the learned
+    vocabulary or model and the shards depend on the input text alone, so
+    every file is byte-identical whatever the runner or the number of
+    workers. Scale: files of blank-line documents and jsonl are read in
+    parallel (a `--document_boundary=file` file is one document, held whole
+    by one worker); a worker packs one bucket (about
+    `packing_bucket_tokens` ids); a shard is sorted in one worker's memory.
 
     Args:
         pipeline: a `beam.Pipeline`.
