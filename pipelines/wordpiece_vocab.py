@@ -5,64 +5,11 @@
         [--lower_case | --nolower_case] [--reserved_tokens=TOKEN,...] \\
         [--input_format=text|jsonl] [Beam pipeline options]
 
-Writes two files, through Beam's filesystems (so gs:// and the like work):
-
-- `--output_file`: the vocabulary in the format of google-research/bert's
-  vocab.txt (UTF-8, one token per line, the id is the line number,
-  continuation pieces carry "##"). It starts with [PAD]=0, [UNK]=1, [CLS]=2,
-  [SEP]=3, [MASK]=4, then the `--reserved_tokens` in the order given, each
-  exactly once, then the single characters and the learned pieces. It has at
-  most `--vocab_size` lines: the learner aims at between
-  `(1 - slack_ratio) * vocab_size` and `vocab_size` tokens and may end up
-  with fewer (a small corpus has few pieces above `--min_token_count`; lower
-  it to get more) or more, in which case the least frequent pieces of more
-  than one character are cut (keras_hub's `compute_word_piece_vocabulary`
-  cuts the tail, which can drop "##" single characters and make common
-  words [UNK]). The stats record the learner's size before the cut.
-- `<output_file>.stats.json`: every parameter, the accounting of every input
-  line (read, used, skipped by reason, repaired; see `pipelines.text_input`),
-  the words counted (occurrences) and unique words, the size written, and
-  `unk_share`, the share of the corpus's word pieces that become [UNK] with
-  the learned vocabulary. `main` returns the same dict, and raises a
-  `tfnlp.command_line.UsageError` (a ValueError) after writing both files
-  if the vocabulary has only the reserved tokens.
-
-`--lower_case` is an absl-style boolean (`--lower_case`, `--lower_case=false`,
-`--nolower_case`), like the other jobs' flags; the earlier `--no-lower_case`
-is still accepted.
-
-Every other option must be one of Beam's, and goes to its `PipelineOptions`
-unchanged: without `--runner` the job runs on Beam's in-process direct
-runner (see `pipelines.beam_options`), and `--runner`,
-`--direct_num_workers`, `--direct_running_mode`, and the Dataflow, Flink and
-Spark options work as usual (remote workers need tfnlp installed, for
-example with `--setup_file=./setup.py`).
-
-The steps, none of which holds the corpus in one process:
-
-1. `pipelines.text_input.ReadTextLines` reads and decodes every line.
-2. Batches of lines are normalized exactly as `tfnlp.text.BertTokenizer`
-   does (`tfnlp.text.normalization.normalize`) and split, as the original
-   BasicTokenizer does, on whitespace, punctuation and around CJK
-   ideographs; the (word, count) pairs are summed per word. Words of more
-   than 200 characters, which the tokenizer turns into one [UNK], are only
-   counted.
-3. The `--max_input_words` most frequent words (ties broken by the word, so
-   the result does not depend on the number of workers) go, as one list, to
-   one step that runs tensorflow-text's WordPiece learner
-   (`wordpiece_tokenizer_learner_lib.learn`, the algorithm behind
-   keras_hub's `compute_word_piece_vocabulary`).
-4. Every unique word is split with the learned vocabulary (tensorflow-text's
-   `FastWordpieceTokenizer`) to measure the [UNK] share, weighted by count.
-
-Steps 2 to 4 are the composite transform `LearnWordPieceVocabulary`, whose
-arguments are a `wordpiece_learner.VocabularyOptions`; `build_pipeline`
-puts it between `ReadTextLines` and the writers, and `main` maps the flags
-to its arguments. The job's other modules: `wordpiece_vocab_flags` (the
-parser and the flag checks), `wordpiece_words` (steps 2 and 4: counting
-words and measuring [UNK] pieces), `wordpiece_learner` (step 3: ranking
-words, the learner, the cut and the vocabulary file) and
-`wordpiece_vocab_stats` (the stats file and the summary line).
+`build_pipeline` says what it writes, `LearnWordPieceVocabulary` how it
+learns. `--lower_case` is an absl-style boolean (`--lower_case=false`,
+`--nolower_case`; `--no-lower_case` is accepted too); every other option
+goes to Beam's `PipelineOptions` unchanged (`pipelines.beam_options`;
+remote workers need tfnlp installed, e.g. with `--setup_file=./setup.py`).
 """
 
 import logging
@@ -90,8 +37,24 @@ LOGGER = logging.getLogger(__name__)
 
 
 class LearnWordPieceVocabulary(beam.PTransform):
-    """Learns a WordPiece vocabulary from lines of text (steps 2 to 4 of the
-    module docstring).
+    """Learns a WordPiece vocabulary from lines of text.
+
+    None of the steps holds the corpus in one process:
+
+    1. Batches of lines are normalized exactly as `tfnlp.text.BertTokenizer`
+       does (`tfnlp.text.normalization.normalize`) and split, as the
+       original BasicTokenizer does, on whitespace, punctuation and around
+       CJK ideographs; the (word, count) pairs are summed per word
+       (`wordpiece_words`). Words of more than 200 characters, which the
+       tokenizer turns into one [UNK], are only counted.
+    2. The `max_input_words` most frequent words (ties broken by the word,
+       so the result does not depend on the number of workers) go, as one
+       list, to one step that runs tensorflow-text's WordPiece learner
+       (`wordpiece_tokenizer_learner_lib.learn`, the algorithm behind
+       keras_hub's `compute_word_piece_vocabulary`; `wordpiece_learner`).
+    3. Every unique word is split with the learned vocabulary
+       (tensorflow-text's `FastWordpieceTokenizer`) to measure the [UNK]
+       share, weighted by count (`wordpiece_words`).
 
     Applied to a PCollection of lines (str), it returns two single-element
     PCollections: the vocabulary's tokens (a list, in id order: the
@@ -191,7 +154,30 @@ def job_parameters(reader, input_file, input_format, output_file, options, beam_
 
 def build_pipeline(pipeline, input_file, input_format, output_file, options,
                    beam_arguments):
-    """Adds the vocabulary job's steps to `pipeline`.
+    """Adds the vocabulary job's steps to `pipeline`: `text_input.ReadTextLines`
+    reads and decodes every line, `LearnWordPieceVocabulary` learns, and
+    two files are written through Beam's filesystems (gs:// and the like
+    work):
+
+    - `output_file`: the vocabulary in the format of google-research/bert's
+      vocab.txt (UTF-8, one token per line, the id is the line number,
+      continuation pieces carry "##"). It starts with [PAD]=0, [UNK]=1,
+      [CLS]=2, [SEP]=3, [MASK]=4, then the reserved tokens in the order
+      given, each exactly once, then the single characters and the learned
+      pieces. It has at most `vocab_size` lines: the learner aims at
+      between `(1 - slack_ratio) * vocab_size` and `vocab_size` tokens and
+      may end up with fewer (a small corpus has few pieces above
+      `min_token_count`; lower it to get more) or more, in which case the
+      least frequent pieces of more than one character are cut
+      (keras_hub's `compute_word_piece_vocabulary` cuts the tail, which can
+      drop "##" single characters and make common words [UNK]). The stats
+      record the learner's size before the cut.
+    - `<output_file>.stats.json` (`wordpiece_vocab_stats`): every
+      parameter, the accounting of every input line (read, used, skipped by
+      reason, repaired; see `pipelines.text_input`), the words counted
+      (occurrences) and unique words, the size written, and `unk_share`,
+      the share of the corpus's word pieces that become [UNK] with the
+      learned vocabulary.
 
     Args:
         pipeline: a `beam.Pipeline`.
