@@ -16,7 +16,7 @@ from pipelines.job_flags import (
     add_output_dir_flag,
     add_sentencepiece_flags,
 )
-from tfnlp.command_line import ArgumentParser, add_boolean_flag
+from tfnlp.command_line import ArgumentParser, add_lower_case_flag
 
 PROGRAM = "python -m pipelines.lm_data"
 DEFAULT_SEQUENCE_LENGTH = 256
@@ -68,8 +68,8 @@ def build_parser():
                            "split map to <unk>.")
     add_sentencepiece_flags(tokenizer, "bpe", "lines of the training split",
                             mode="sentencepiece")
-    add_boolean_flag(tokenizer, "lower_case", True,
-                     "wordpiece: lower-case and strip accents (uncased vocabularies).")
+    add_lower_case_flag(tokenizer, True, "uncased vocabularies", name="lower_case",
+                        mode="wordpiece")
 
     records = parser.add_argument_group("records")
     records.add_argument("--sequence_length", type=int, default=DEFAULT_SEQUENCE_LENGTH,

@@ -32,6 +32,7 @@ from pipelines.sharded_tfrecords import WriteShardedTFRecords
 from tfnlp.command_line import (
     ArgumentParser,
     add_boolean_flag,
+    add_lower_case_flag,
     check_input_file,
     check_output_directory,
 )
@@ -55,8 +56,7 @@ def parse_arguments(argv=None):
     parser.add_argument("--vocab_file", required=True,
                         help="The WordPiece vocabulary (one token per line).")
     add_output_dir_flag(parser, "the TFRecord shards and stats.json")
-    add_boolean_flag(parser, "do_lower_case", True,
-                 "Lower-case and strip accents (uncased vocabularies).")
+    add_lower_case_flag(parser, True, "uncased vocabularies")
     parser.add_argument("--max_seq_length", type=int, default=128,
                         help="Tokens per instance, [CLS] and both [SEP] included.")
     parser.add_argument("--max_predictions_per_seq", type=int, default=20,

@@ -93,6 +93,13 @@ def mode_help(mode, text):
     return f"{mode}: {text}" if mode else text[0].upper() + text[1:]
 
 
+def add_lower_case_flag(parser, default, when, name="do_lower_case", mode=""):
+    """Adds `--do_lower_case` (or `--name`), a boolean flag: "Lower-case
+    and strip accents (`when`).", after "MODE: " when given."""
+    add_boolean_flag(parser, name, default,
+                     mode_help(mode, f"lower-case and strip accents ({when})."))
+
+
 def add_boolean_flag(parser, name, default, help_text):
     """Adds `--name[=BOOL]` and `--noname` to `parser` (or an argument group)."""
     parser.add_argument(f"--{name}", type=boolean, nargs="?", const=True, default=default,

@@ -5,11 +5,11 @@ import os
 from tfnlp.command_line import ArgumentParser, UsageError, add_boolean_flag, check_input_file
 from tfnlp.models.bilstm.bilstm_classifier import POOLINGS
 from tfnlp.text.word_vectors import WORD_VECTOR_FORMATS
-from trainer import length_buckets
 from trainer.bert_models import check_sequence_fits, checkpoint_config
 from trainer.distillation_models import STUDENTS
 from trainer.model_registry import model_family
 from trainer.run_flags import (
+    add_bucket_boundaries_flag,
     add_export_dir_flag,
     add_global_batch_size_flag,
     add_loop_output_flags,
@@ -69,11 +69,8 @@ def distillation_parser():
                       help="The most tokens of a text the student reads (words for the "
                            "BiLSTM, WordPieces with [CLS] and [SEP] for BERT); default: "
                            f"the teacher run's, else {DEFAULT_SEQUENCE_LENGTH}.")
-    data.add_argument("--bucket_boundaries", default=length_buckets.DEFAULT_BOUNDARIES,
-                      help="Length buckets: a training batch holds texts of one bucket "
-                           "of these widths (and --max_seq_length), and each batch is "
-                           "padded to the narrowest width that holds its longest text; "
-                           "empty: batches in record order, padded to --max_seq_length.")
+    add_bucket_boundaries_flag(data, "a training batch holds texts",
+                               "batches in record order, padded to --max_seq_length")
     add_seed_flag(data)
 
     objective = parser.add_argument_group("objective")

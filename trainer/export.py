@@ -43,6 +43,7 @@ from tfnlp.command_line import (
     ArgumentParser,
     UsageError,
     add_boolean_flag,
+    add_lower_case_flag,
     check_input_directory,
     check_input_file,
     check_output_directory,
@@ -59,7 +60,7 @@ from tfnlp.models.bert import huggingface
 from tfnlp.text import BertTokenizer
 from trainer import distillation_models, language_models, run_files, runtime
 from trainer.bert_models import check_inputs_fit, huggingface_model, load_run_model
-from trainer.run_flags import check_counts
+from trainer.run_flags import add_checkpoint_flag, check_counts
 from trainer.translate_flags import add_decoding_flags, check_decoding_flags
 from trainer.translation_models import (
     DECODING_SETTINGS,
@@ -184,13 +185,10 @@ def export_parser():
                              "Hugging Face BERT directory.")
     parser.add_argument("--export_dir", required=True,
                         help="The base directory; the export is its next version.")
-    parser.add_argument("--checkpoint", default="",
-                        help="A checkpoint prefix of the run (default: the best, else "
-                             "the latest).")
+    add_checkpoint_flag(parser)
     parser.add_argument("--vocab_file", default=None,
                         help="The WordPiece vocabulary (default: the one the run recorded).")
-    add_boolean_flag(parser, "do_lower_case", None,
-                     "Lower-case and strip accents (default: as recorded, else true).")
+    add_lower_case_flag(parser, None, "default: as recorded, else true")
     parser.add_argument("--max_seq_length", type=int, default=None,
                         help="The sequence length of the text signatures (default: as "
                              f"recorded, else {DEFAULT_SEQUENCE_LENGTH}); longer text is "

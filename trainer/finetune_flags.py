@@ -5,18 +5,19 @@ import os
 from tfnlp.command_line import (
     ArgumentParser,
     UsageError,
-    add_boolean_flag,
+    add_lower_case_flag,
     check_input_file,
 )
 from tfnlp.data.labelled_files import split_labels
 from tfnlp.text import load_vocabulary
-from trainer import finetune_data, length_buckets
+from trainer import finetune_data
 from trainer.bert_models import (
     check_bert_config_flag, check_inputs_fit, checkpoint_config, config_from_name,
 )
 from trainer.run_flags import (
     add_bert_config_flag,
     add_bert_override_flags,
+    add_bucket_boundaries_flag,
     add_clip_norm_flag,
     add_distribution_flags,
     add_ema_flag,
@@ -66,16 +67,13 @@ def finetuning_parser():
     data.add_argument("--num_classes", type=int, default=0,
                       help="Without --labels: the labels are the integers 0..N-1.")
     data.add_argument("--vocab_file", required=True, help="The WordPiece vocabulary.")
-    add_boolean_flag(data, "do_lower_case", True,
-                     "Lower-case and strip accents (uncased vocabularies).")
+    add_lower_case_flag(data, True, "uncased vocabularies")
     data.add_argument("--max_seq_length", type=int, default=128,
                       help="The most WordPieces of an example, [CLS] and [SEP] included; "
                            "longer text is truncated.")
-    data.add_argument("--bucket_boundaries", default=length_buckets.DEFAULT_BOUNDARIES,
-                      help="Batch examples of similar length, each batch padded to the "
-                           "narrowest of these widths (and --max_seq_length) that holds "
-                           "it; empty: every batch padded to --max_seq_length (always so "
-                           "with --strategy=tpu).")
+    add_bucket_boundaries_flag(data, "a batch holds examples",
+                               "every batch padded to --max_seq_length (always so with "
+                               "--strategy=tpu)")
     add_seed_flag(data, "the head's initial weights")
 
     model = parser.add_argument_group("model")

@@ -18,6 +18,7 @@ from tfnlp.command_line import (
 )
 from tfnlp.data import tfrecord_files
 from tfnlp.data.file_patterns import match_patterns
+from trainer import length_buckets
 from trainer.distribution import STRATEGIES
 from trainer.optimization import OPTIMIZERS, SCHEDULES
 from trainer.runtime import MIXED_PRECISION
@@ -131,6 +132,26 @@ def add_bert_override_flags(group, num_layers_default="the config's"):
     group.add_argument("--attention_dropout", type=float, default=None,
                        help="The dropout rate of the attention probabilities (default: the "
                             "config's).")
+
+
+def add_checkpoint_flag(group, best="the best", mode=""):
+    """Adds `--checkpoint`, a checkpoint prefix of the run read (default:
+    `best`, else the latest); `mode` says when it applies."""
+    group.add_argument("--checkpoint", default="",
+                       help=mode_help(mode, f"a checkpoint prefix of the run (default: {best}, "
+                                            "else the latest)."))
+
+
+def add_bucket_boundaries_flag(group, batches, empty):
+    """Adds `--bucket_boundaries` (default
+    `length_buckets.DEFAULT_BOUNDARIES`): the widths of the length buckets
+    of `batches` ("a training batch holds texts"); `empty` says how batches
+    are made without them."""
+    group.add_argument("--bucket_boundaries", default=length_buckets.DEFAULT_BOUNDARIES,
+                       help=f"Length buckets: {batches} of one bucket "
+                            "of these widths (and --max_seq_length), and each batch is "
+                            "padded to the narrowest width that holds its longest one; "
+                            f"empty: {empty}.")
 
 
 def add_distribution_flags(group, jit_compile=True):

@@ -32,6 +32,7 @@ from tfnlp.command_line import (
 )
 from tfnlp.export.versions import version_paths
 from trainer import run_files, runtime
+from trainer.run_flags import add_checkpoint_flag
 from trainer.translate_flags import add_decoding_flags, check_decoding_flags
 from trainer.translation_models import (
     DECODING_SETTINGS,
@@ -54,9 +55,7 @@ def parse_flags(argv=None):
     source.add_argument("--export_dir",
                         help="A translation SavedModel: its base directory (the newest "
                              "version is used) or one version's directory.")
-    parser.add_argument("--checkpoint", default="",
-                        help="With --model_dir: a checkpoint prefix (default: the best "
-                             "by validation BLEU, else the latest).")
+    add_checkpoint_flag(parser, "the best by validation BLEU", mode="With --model_dir")
     parser.add_argument("--input_file", default="-", help="The source text ('-': stdin).")
     parser.add_argument("--output_file", default="-", help="The translations ('-': stdout).")
     parser.add_argument("--batch_size", type=int, default=64,
