@@ -1,53 +1,9 @@
 """Reading translation pairs for `pipelines.translation_data`, every input
 pair accounted for.
 
-`ReadTranslationPairs` yields `(source, target)` string pairs from one of
-three input formats (local paths, gs:// and any other Beam filesystem;
-`.gz` and `.bz2` files are decompressed by extension):
-
-- `aligned` (the default): line-aligned files, line i of the source file
-  translating line i of the target file (Multi30k, WMT, Europarl, OPUS
-  Moses files). `--source_file` and `--target_file` are globs; the sorted
-  lists of files they match are paired one to one, so
-  `--source_file='train.*.en' --target_file='train.*.de'` pairs
-  `train.1.en` with `train.1.de`, and so on.
-- `tsv`: one pair a line, `source<TAB>target` (`--input_file`); a line
-  without exactly one tab is dropped as "bad_tsv".
-- `jsonl`: one JSON object a line (`--input_file`) whose `source_field`
-  and `target_field` (default "source" and "target") hold the two strings;
-  a dotted name such as "translation.de" reaches into nested objects (the
-  layout of Hugging Face's translation datasets), unless the object has a
-  key with the dots in it.
-
-Every line read (for `aligned`: every pair of lines) counts as one pair
-read, and every pair that does not come out is counted under its reason:
-"blank_line" (a whitespace-only tsv/jsonl line), "bad_tsv", "bad_json",
-"not_object", "missing_field" and "field_not_string". Lines are read as
-bytes and decoded as UTF-8 with each invalid sequence replaced by U+FFFD (a
-lone surrogate escape in JSON too), which SentencePiece's `nmt_nfkc`
-normalization then removes (as BERT's `errors="ignore"` decoding drops the
-bytes); such pairs are kept and counted under "pairs_with_invalid_utf8".
-
-Pairing aligned lines. Beam reads a text file in parallel pieces that
-carry no line numbers, so two files cannot be joined on "line i" without
-first numbering every line of both in one pass and then shuffling both
-sides to meet. Instead one worker opens a source file and its target file
-together and zips their lines (`_ReadAlignedFilePair`): nothing is
-shuffled or held in memory, the pairs stream out in order, and pairing
-cannot go wrong. The trade-off is parallelism: one file pair is read by one
-worker, so a corpus in one huge pair of files is read serially (at tens of
-MB/s, still well ahead of the tokenizing that follows and that Beam
-spreads over all workers). Split a very large corpus into aligned parts
-(`split -l` on both sides) to read it in parallel. tsv and jsonl files are
-read with Beam's splittable text source, in parallel within a file.
-
-Line counts are checked before the job runs (`check_aligned_line_counts`): for
-each pair of aligned files the driver streams both files once, counting
-newline bytes (about 1 GB/s from a local disk; no text is decoded or kept),
-and a difference is an error naming both files and both counts. For a huge
-corpus on remote storage the check can be turned off: the reading step
-then fails on the first pair of files that differ, with the same message,
-once the job reaches it.
+`ReadTranslationPairs` yields `(source, target)` string pairs from
+line-aligned files, tsv or jsonl, and counts every pair it drops by reason;
+the other functions check, parse and count what it reads.
 """
 
 import apache_beam as beam
@@ -145,6 +101,13 @@ def line_count_error(source_path, source_lines, target_path, target_lines):
 def check_aligned_line_counts(file_pairs):
     """Checks that each pair of aligned files has equal line counts.
 
+    The driver streams both files once, counting newline bytes (about 1 GB/s
+    from a local disk; no text is decoded or kept), and a difference is an
+    error naming both files and both counts. For a huge corpus on remote
+    storage the check can be turned off: the reading step then fails on the
+    first pair of files that differ, with the same message, once the job
+    reaches it.
+
     Args:
         file_pairs: `(source_path, target_path)` tuples.
 
@@ -235,6 +198,17 @@ class _ReadAlignedFilePair(job.CountingDoFn):
 
     The element is a `(source_path, target_path)` tuple; the output is one
     `(source, target)` string pair per pair of lines, in file order.
+
+    Why one worker per file pair: Beam reads a text file in parallel pieces
+    that carry no line numbers, so two files cannot be joined on "line i"
+    without first numbering every line of both in one pass and then
+    shuffling both sides to meet. Zipping the two files here shuffles
+    nothing, holds nothing in memory, streams the pairs in order, and cannot
+    pair wrongly. The trade-off is parallelism: a corpus in one huge pair of
+    files is read serially (at tens of MB/s, still well ahead of the
+    tokenizing that follows and that Beam spreads over all workers). Split a
+    very large corpus into aligned parts (`split -l` on both sides) to read
+    it in parallel.
     """
 
     COUNTER_NAMES = COUNTER_NAMES
@@ -311,8 +285,35 @@ class ReadTranslationPairs(beam.PTransform):
 
     The globs are matched, and for aligned input the line counts checked,
     when the transform is created, so a missing file or two files of
-    different lengths fail before any pipeline runs (see the module
-    docstring for how the files are read and what it costs).
+    different lengths fail before any pipeline runs
+    (`check_aligned_line_counts`). Local paths, gs:// and any other Beam
+    filesystem work; `.gz` and `.bz2` files are decompressed by extension.
+
+    - `aligned` (the default): line-aligned files, line i of the source
+      file translating line i of the target file (Multi30k, WMT, Europarl,
+      OPUS Moses files). `source_file` and `target_file` are globs; the
+      sorted lists of files they match are paired one to one, so
+      `--source_file='train.*.en' --target_file='train.*.de'` pairs
+      `train.1.en` with `train.1.de`, and so on. One worker reads each file
+      pair (`_ReadAlignedFilePair` says why).
+    - `tsv`: one pair a line, `source<TAB>target` (`input_file`); a line
+      without exactly one tab is dropped as "bad_tsv".
+    - `jsonl`: one JSON object a line (`input_file`) whose `source_field`
+      and `target_field` (default "source" and "target") hold the two
+      strings; a dotted name such as "translation.de" reaches into nested
+      objects (the layout of Hugging Face's translation datasets), unless
+      the object has a key with the dots in it.
+
+    tsv and jsonl files are read with Beam's splittable text source, in
+    parallel within a file. Every line read (for `aligned`: every pair of
+    lines) counts as one pair read, and every pair that does not come out is
+    counted under its reason: "blank_line" (a whitespace-only tsv/jsonl
+    line), "bad_tsv", "bad_json", "not_object", "missing_field" and
+    "field_not_string". Lines are read as bytes and decoded as UTF-8 with
+    each invalid sequence replaced by U+FFFD (a lone surrogate escape in
+    JSON too), which SentencePiece's `nmt_nfkc` normalization then removes
+    (as BERT's `errors="ignore"` decoding drops the bytes); such pairs are
+    kept and counted under "pairs_with_invalid_utf8".
 
     Applied to a pipeline (`pairs, counts = pipeline | ReadTranslationPairs(...)`),
     it returns two PCollections: the pairs, in no particular order, and a
