@@ -1,50 +1,10 @@
 """Learning a SentencePiece model inside a Beam pipeline, reproducibly.
 
 `LearnSentencePieceModel` turns a PCollection of sentences into a
-serialized SentencePiece model (the bytes of a `.model` file):
-
-1. `SampleSentences`: every non-blank sentence gets a key from a hash of
-   its text (`sample_key`), and Beam's `Top.Smallest` combiner keeps the
-   `sample_size` sentences with the smallest keys: a uniform sample of the
-   corpus (duplicates included, so frequent sentences weigh as they do in
-   the corpus) that depends on the text alone, never on the runner, the
-   number of workers or the order of arrival. The combiner holds at most
-   `sample_size` sentences per worker; the driver never sees the corpus.
-2. `train_sentencepiece`: one worker runs the `sentencepiece` trainer on
-   the sample, in key order, with one thread, reading every sentence given
-   (`input_sentence_size=0`, so SentencePiece's own random sampling and
-   shuffling never run). The unigram and BPE trainers are deterministic
-   otherwise, so the same sample gives the same model bytes
-   (`tests/pipelines/test_translation_data.py` checks it across runs and
-   worker counts). Learning from Multi30k's 58,000 sentences at 8,000
-   pieces takes about 3 s; a million sentences, a few minutes and a few
-   GB of memory on that worker.
-
-The model has the special ids of `tfnlp.data.translation_schema` (PAD 0,
-UNK 1, BOS 2, EOS 3) and `byte_fallback`: a character outside the pieces
-becomes its UTF-8 bytes (pieces <0x00> to <0xFF>) instead of UNK, so every
-text survives the round trip. With `character_coverage=1.0` (the default,
-right for languages with small alphabets; 0.9995 suits Chinese or
-Japanese) every character of the sample is a piece.
-
-Normalization is SentencePiece's `nmt_nfkc` (stored in the model and
-applied by every tokenizer of it, Python or TensorFlow): Unicode NFKC (so
-full-width letters become ASCII and ligatures split, "ﬁ" -> "fi"), plus the
-NMT rules that drop control characters (and U+FFFD, zero-width spaces and
-byte-order marks) and map the various Unicode spaces and tabs to a plain
-space; leading, trailing and repeated spaces are removed. Detokenized text
-is the normalized text: on Multi30k only the 131 of 60,028 lines with
-double or trailing spaces change.
-
-References:
-    - [Kudo & Richardson, 2018. SentencePiece: A simple and language
-      independent subword tokenizer and detokenizer for Neural Text
-      Processing](https://arxiv.org/abs/1808.06226)
-    - [Kudo, 2018. Subword Regularization: Improving Neural Network
-      Translation Models with Multiple Subword Candidates](
-      https://arxiv.org/abs/1804.10959) (the unigram model)
-    - [Sennrich et al., 2016. Neural Machine Translation of Rare Words
-      with Subword Units](https://arxiv.org/abs/1508.07909) (BPE)
+serialized SentencePiece model (the bytes of a `.model` file) with the
+special ids of `tfnlp.data.translation_schema`, byte fallback and `nmt_nfkc`
+normalization (`SentencePieceOptions`); the rest of the module samples,
+trains, loads and describes such models.
 """
 
 import dataclasses
@@ -70,6 +30,33 @@ SPECIAL_IDS = {
 @dataclasses.dataclass(frozen=True)
 class SentencePieceOptions:
     """What `LearnSentencePieceModel` learns.
+
+    The model has the special ids of `tfnlp.data.translation_schema` (PAD 0,
+    UNK 1, BOS 2, EOS 3) and `byte_fallback`: a character outside the
+    pieces becomes its UTF-8 bytes (pieces <0x00> to <0xFF>) instead of
+    UNK, so every text survives the round trip. With
+    `character_coverage=1.0` (the default, right for languages with small
+    alphabets; 0.9995 suits Chinese or Japanese) every character of the
+    sample is a piece.
+
+    Normalization is SentencePiece's `nmt_nfkc` (stored in the model and
+    applied by every tokenizer of it, Python or TensorFlow): Unicode NFKC
+    (so full-width letters become ASCII and ligatures split, "ﬁ" -> "fi"),
+    plus the NMT rules that drop control characters (and U+FFFD, zero-width
+    spaces and byte-order marks) and map the various Unicode spaces and
+    tabs to a plain space; leading, trailing and repeated spaces are
+    removed. Detokenized text is the normalized text: on Multi30k only the
+    131 of 60,028 lines with double or trailing spaces change.
+
+    References:
+        - [Kudo & Richardson, 2018. SentencePiece: A simple and language
+          independent subword tokenizer and detokenizer for Neural Text
+          Processing](https://arxiv.org/abs/1808.06226)
+        - [Kudo, 2018. Subword Regularization: Improving Neural Network
+          Translation Models with Multiple Subword Candidates](
+          https://arxiv.org/abs/1804.10959) (the unigram model)
+        - [Sennrich et al., 2016. Neural Machine Translation of Rare Words
+          with Subword Units](https://arxiv.org/abs/1508.07909) (BPE)
 
     Attributes:
         vocab_size: the number of pieces, the 4 special ones and the 256
@@ -146,6 +133,15 @@ def sample_key(sentence):
 
 def train_sentencepiece(sentences, options, name="a"):
     """Learns a SentencePiece model from `sentences`, in the order given.
+
+    The trainer runs with one thread, reading every sentence given
+    (`input_sentence_size=0`, so SentencePiece's own random sampling and
+    shuffling never run). The unigram and BPE trainers are deterministic
+    otherwise, so the same sample gives the same model bytes
+    (`tests/pipelines/test_translation_data.py` checks it across runs and
+    worker counts). Learning from Multi30k's 58,000 sentences at 8,000
+    pieces takes about 3 s; a million sentences, a few minutes and a few GB
+    of memory on that worker.
 
     Args:
         sentences: an iterable of str (blank ones are ignored by the
@@ -281,6 +277,14 @@ def vocab_file_bytes(model_proto):
 class SampleSentences(beam.PTransform):
     """Keeps the `sample_size` non-blank sentences of smallest `sample_key`.
 
+    Every non-blank sentence gets a key from a hash of its text, and Beam's
+    `Top.Smallest` combiner keeps the `sample_size` sentences with the
+    smallest keys: a uniform sample of the corpus (duplicates included, so
+    frequent sentences weigh as they do in the corpus) that depends on the
+    text alone, never on the runner, the number of workers or the order of
+    arrival. The combiner holds at most `sample_size` sentences per worker;
+    the driver never sees the corpus.
+
     Applied to a PCollection of sentences (str), it returns a single-element
     PCollection: the list of sampled sentences in key order (all of them
     when there are fewer than `sample_size`).
@@ -319,8 +323,9 @@ class LearnSentencePieceModel(beam.PTransform):
 
     Applied to a PCollection of sentences (str), it returns two
     single-element PCollections: the serialized model (bytes) and the
-    number of sentences it was learned from. See the module docstring for
-    the sample, the determinism and the cost.
+    number of sentences it was learned from: `SampleSentences` samples, and
+    one worker runs `train_sentencepiece` on the sample, in key order (both
+    say why the model is reproducible, and what it costs).
 
     Args:
         options: a `SentencePieceOptions`.
