@@ -1,47 +1,9 @@
 """The signatures of a language-model SavedModel: prompts in, text out, and
 text scored.
 
-| signature | inputs | outputs |
-|---|---|---|
-| `serving_default`, `generate` | `prompts`: string `[batch]` | `completions`: string `[batch]`; `new_tokens`: int32 `[batch]` (the stop string's tokens included) |
-| `generate_with_options` | `prompts`; per example: `temperature` float32, `top_k` int32, `top_p` float32, `max_new_tokens` int32, `seed` int64 (< 0: a random one), `stop` string ("" for none; generation ends once it is generated, and the completion is cut before its first occurrence) | as `generate` |
-| `score` | `texts`: string `[batch]` | `log_likelihood`: float32 `[batch]` (natural log); `token_count`: int32 `[batch]` |
-
-A prompt is tokenized in the graph, after the end-of-document id that
-begins every document of the training data, and its last
-`max_prompt_tokens` ids are kept. The continuation is sampled
-(`tfnlp.decoding.RandomSampling`, with the key/value cache) until the
-end-of-document id, the stop string or `max_new_tokens`, never with the
-tokenizer's ids that stand for no text (`non_text_ids`: padding, unknown,
-begin-of-sequence), detokenized, and cut before the first occurrence of
-`stop`.
-
-The stop string also ends generation early, through its ids: it is
-tokenized alone (less a first id that stands for no text, such as
-SentencePiece's word-start "▁" before text that starts without a word),
-and a row stops as soon as its generated ids end with them
-(`stop_sequence_ids` of `tfnlp.decoding`). With the character tokenizer
-this is exact: generation stops right after the stop string's first
-occurrence. With SentencePiece or WordPiece the model may generate the
-stop string under another segmentation than its own (one piece across
-the stop string and the text around it, a word-start piece where the
-stop string has none, or the reverse): generation then goes on, and the
-completion is still cut at the first occurrence. A stop string whose ids
-do not detokenize back to it (characters the vocabulary lacks,
-WordPiece's lower-casing and spacing) or that has more than
-`max_stop_tokens` ids only cuts the completion.
-
-`generate` uses the defaults recorded at export (`defaults`);
-`generate_with_options` takes every option per example, and
-`python -m tfnlp.serve` fills the ones a request leaves out with those
-defaults and refuses values out of range (400), as the export records
-them (`tfnlp.export.input_rules`). A `seed` of 0 or more reproduces a
-sample, alone or in any batch.
-
-`score` gives each text's total log-probability under the model, every
-token predicted from those before it (the first from the end-of-document
-id), over at most `max_sequence_length` tokens, and how many tokens were
-scored. The signatures need TensorFlow and the tensorflow-text ops only.
+`LanguageModelSignatures` builds them from a decoder-only model and its
+tokenizer (`signatures` lists their inputs and outputs); they need
+TensorFlow and the tensorflow-text ops only.
 """
 
 import tensorflow as tf
@@ -180,7 +142,30 @@ class LanguageModelSignatures(tf.Module):
     def generate_ids(self, prompts, temperature, top_k, top_p, max_new_tokens, seed,
                      stop=None):
         """`(ids, lengths)` of the continuations, per-example options (a
-        `stop` string tensor ends each row at its stop string's ids)."""
+        `stop` string tensor ends each row at its stop string's ids).
+
+        A prompt is tokenized in the graph, after the end-of-document id
+        that begins every document of the training data, and its last
+        `max_prompt_tokens` ids are kept (`prompt_ids`). The continuation is
+        sampled (`tfnlp.decoding.RandomSampling`, with the key/value cache)
+        until the end-of-document id, the stop string or `max_new_tokens`,
+        never with the tokenizer's ids that stand for no text
+        (`non_text_ids`: padding, unknown, begin-of-sequence).
+
+        The stop string ends generation early through its ids
+        (`stop_sequences`; `stop_sequence_ids` of `tfnlp.decoding`): a row
+        stops as soon as its generated ids end with them. With the character
+        tokenizer this is exact: generation stops right after the stop
+        string's first occurrence. With SentencePiece or WordPiece the model
+        may generate the stop string under another segmentation than its own
+        (one piece across the stop string and the text around it, a
+        word-start piece where the stop string has none, or the reverse):
+        generation then goes on, and the completion is still cut at the
+        first occurrence (`cut_at_stop`). A stop string whose ids do not
+        detokenize back to it (characters the vocabulary lacks, WordPiece's
+        lower-casing and spacing) or that has more than `max_stop_tokens`
+        ids only cuts the completion.
+        """
         prompt_ids, prompt_lengths = self.prompt_ids(prompts)
         stops = {}
         if stop is not None:
@@ -201,7 +186,13 @@ class LanguageModelSignatures(tf.Module):
 
     def generate_with_options(self, prompts, temperature, top_k, top_p, max_new_tokens, seed,
                               stop):
-        """`{"completions", "new_tokens"}` with every option per example."""
+        """`{"completions", "new_tokens"}` with every option per example.
+
+        `python -m tfnlp.serve` fills the options a request leaves out with
+        the recorded defaults and refuses values out of range (400), as the
+        export records them (`tfnlp.export.input_rules`). A `seed` of 0 or
+        more reproduces a sample, alone or in any batch.
+        """
         ids, lengths = self.generate_ids(prompts, temperature, top_k, top_p, max_new_tokens,
                                          seed, stop)
         text = self.tokenizer.detokenize(ids)
@@ -227,7 +218,11 @@ class LanguageModelSignatures(tf.Module):
     # === Scoring ===
 
     def score(self, texts):
-        """`{"log_likelihood", "token_count"}` of each text."""
+        """`{"log_likelihood", "token_count"}` of each text: its total
+        log-probability under the model (natural log), every token predicted
+        from those before it (the first from the end-of-document id), over
+        at most `max_sequence_length` tokens, and how many tokens were
+        scored."""
         ids = self.tokenizer.tokenize(texts)
         start = tf.fill([ids.nrows(), 1], tf.constant(self.tokenizer.end_of_document_id,
                                                       ids.dtype))
@@ -257,7 +252,17 @@ class LanguageModelSignatures(tf.Module):
         return self._generate_with_options
 
     def signatures(self):
-        """The concrete functions to save, by signature name."""
+        """The concrete functions to save, by signature name.
+
+        | signature | inputs | outputs |
+        |---|---|---|
+        | `serving_default`, `generate` | `prompts`: string `[batch]` | `completions`: string `[batch]`; `new_tokens`: int32 `[batch]` (the stop string's tokens included) |
+        | `generate_with_options` | `prompts`; per example: `temperature` float32, `top_k` int32, `top_p` float32, `max_new_tokens` int32, `seed` int64 (< 0: a random one), `stop` string ("" for none; generation ends once it is generated, and the completion is cut before its first occurrence) | as `generate` |
+        | `score` | `texts`: string `[batch]` | `log_likelihood`: float32 `[batch]` (natural log); `token_count`: int32 `[batch]` |
+
+        `generate` uses the defaults recorded at export (`defaults`);
+        `generate_with_options` takes every option per example.
+        """
         generate = tf.function(
             self.generate, input_signature=[tf.TensorSpec([None], tf.string, name=PROMPTS)]
         ).get_concrete_function()
