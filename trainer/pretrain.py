@@ -4,48 +4,8 @@
         --model_dir=RUN --config=base --global_batch_size=256 \\
         --train_steps=1000000 --learning_rate=1e-4 --warmup_steps=10000
 
-reads the TFRecords of `python -m pipelines.pretraining_data` with
-`tfnlp.data.pretraining_dataset`, trains `tfnlp.models.BertPretrainingModel`
-with the custom loop of `trainer.training_loop` (see there why not
-`keras.Model.fit`), and writes into `--model_dir`:
-
-- `ckpt-STEP.*` checkpoints (model, optimizer, step and, on one device,
-  the input iterator's position) every `--checkpoint_every_steps` and at the end. A
-  run started again with the same command restores the latest one and goes
-  on to `--train_steps`, so a killed job is resumed by re-running it.
-- `tensorboard/train/` and `tensorboard/eval/` TensorBoard logs: losses,
-  accuracies, perplexity, learning rate, gradient norm, examples/s and
-  tokens/s (real tokens, the sum of `input_mask`); every `--attention_images_every_steps`, the
-  attention of one fixed example (an image a layer, a panel a head, its
-  tokens on the axes: WordPieces given `--vocab_file`, ids otherwise) and
-  the masked-LM predictions for it (text); with `--profile_steps`, a
-  profiler trace (`tensorboard/train/plugins/profile/`). The
-  hyperparameters (every flag and the model config) go into `tensorboard/`
-  itself, for the HParams tab (`trainer.summaries.write_hparams`).
-- `train_log.jsonl`: one JSON line per step (`step`, `loss`, `mlm_loss`,
-  `nsp_loss`, `learning_rate`, `gradient_norm`), and `eval_log.jsonl`.
-- `config.json`: the `BertConfig`; `serving.json`: what `python -m
-  trainer.export` needs besides the checkpoints (`--vocab_file`,
-  `--do_lower_case`, `--max_seq_length`).
-- with `--export_dir`, the next version `EXPORT_DIR/<N>/` of a SavedModel
-  (`tfnlp.export`): the encoder (`serving_default` on text, `encode_ids`)
-  and, given `--vocab_file`, fill-mask (`fill_mask`, `fill_mask_ids`).
-  Without `--vocab_file` only `encode_ids` (also as `serving_default`).
-
-The inputs decide the flags they can: `--max_seq_length` and
-`--max_predictions_per_seq` are the lengths of the records, `--vocab_size`
-the tokens of `--vocab_file`, `--do_lower_case` what the data's stats.json
-records. A flag given with another value is refused before anything is
-written (`trainer.pretrain_flags.set_flags_from_inputs`).
-
-Input sharding: the dataset is built per input pipeline (one per worker)
-from `InputContext`, with batches of `global_batch_size / replicas`. With at
-least as many files as pipelines each pipeline reads its own files;
-otherwise every pipeline reads all files and keeps every N-th batch (with
-the same `--seed`, the global batches are then those of a single replica).
-
-A NaN or infinite loss stops the run with `FloatingPointError` naming the
-step (the last checkpoint is kept).
+It reads the TFRecords of `python -m pipelines.pretraining_data` and
+trains `tfnlp.models.BertPretrainingModel`; `run` says what it writes.
 """
 
 import logging
@@ -76,7 +36,15 @@ def data_files(flags, training):
 
 def dataset_function(flags, global_batch_size, training, seed=None):
     """The `distribute_datasets_from_function` input function of the
-    training (`--train_data`) or evaluation data (`--eval_data`)."""
+    training (`--train_data`) or evaluation data (`--eval_data`).
+
+    The dataset is built per input pipeline (one per worker) from
+    `InputContext`, with batches of `global_batch_size / replicas`. With at
+    least as many files as pipelines each pipeline reads its own files;
+    otherwise every pipeline reads all files and keeps every N-th batch
+    (with the same `--seed`, the global batches are then those of a single
+    replica).
+    """
     files = data_files(flags, training)
     masking = masking_ids(flags)
 
@@ -160,7 +128,48 @@ def serving_record(flags):
 
 
 def run(flags):
-    """Trains as the flags say; returns the final step's loss."""
+    """Trains as the flags say; returns the final step's loss.
+
+    It reads the data with `tfnlp.data.pretraining_dataset` and trains with
+    the custom loop of `trainer.training_loop` (see there why not
+    `keras.Model.fit`). The inputs decide the flags they can:
+    `--max_seq_length` and `--max_predictions_per_seq` are the lengths of
+    the records, `--vocab_size` the tokens of `--vocab_file`,
+    `--do_lower_case` what the data's stats.json records; a flag given with
+    another value is refused before anything is written
+    (`trainer.pretrain_flags.set_flags_from_inputs`). A NaN or infinite
+    loss stops the run with `FloatingPointError` naming the step (the last
+    checkpoint is kept).
+
+    Writes into `--model_dir`:
+
+    - `ckpt-STEP.*` checkpoints (model, optimizer, step and, on one device,
+      the input iterator's position) every `--checkpoint_every_steps` and at
+      the end. A run started again with the same command restores the
+      latest one and goes on to `--train_steps`, so a killed job is resumed
+      by re-running it.
+    - `tensorboard/train/` and `tensorboard/eval/` TensorBoard logs: losses,
+      accuracies, perplexity, learning rate, gradient norm, examples/s and
+      tokens/s (real tokens, the sum of `input_mask`); every
+      `--attention_images_every_steps`, the attention of one fixed example
+      (an image a layer, a panel a head, its tokens on the axes: WordPieces
+      given `--vocab_file`, ids otherwise) and the masked-LM predictions
+      for it (text); with `--profile_steps`, a profiler trace
+      (`tensorboard/train/plugins/profile/`). The hyperparameters (every
+      flag and the model config) go into `tensorboard/` itself, for the
+      HParams tab (`trainer.summaries.write_hparams`).
+    - `train_log.jsonl`: one JSON line per step (`step`, `loss`,
+      `mlm_loss`, `nsp_loss`, `learning_rate`, `gradient_norm`), and
+      `eval_log.jsonl`.
+    - `config.json`: the `BertConfig`; `serving.json` (`serving_record`):
+      what `python -m trainer.export` needs besides the checkpoints
+      (`--vocab_file`, `--do_lower_case`, `--max_seq_length`).
+    - with `--export_dir`, the next version `EXPORT_DIR/<N>/` of a
+      SavedModel (`tfnlp.export`): the encoder (`serving_default` on text,
+      `encode_ids`) and, given `--vocab_file`, fill-mask (`fill_mask`,
+      `fill_mask_ids`). Without `--vocab_file` only `encode_ids` (also as
+      `serving_default`).
+    """
     return runtime.train_run(flags, lambda run: build_training(flags, run), "Pretraining")
 
 
