@@ -8,7 +8,7 @@ output directory written) before the job starts.
 
 from pipelines import job
 from pipelines.job_flags import add_num_shards_flag, add_output_dir_flag
-from tfnlp.command_line import ArgumentParser
+from tfnlp.command_line import ArgumentParser, add_label_column_flag, add_text_column_flag
 from tfnlp.text.augmentation import SWAP_MODES
 
 PROGRAM = "python -m pipelines.distillation_data"
@@ -34,11 +34,8 @@ def build_parser():
     inputs.add_argument("--labelled_file", required=True,
                         help="The labelled training texts: a CSV or TSV file with a header "
                         "row, or JSON lines, as trainer.finetune reads them.")
-    inputs.add_argument("--text_column", default="text",
-                        help="The column (field) of the text in --labelled_file and in a "
-                        "CSV/TSV/JSONL --exclude_file.")
-    inputs.add_argument("--label_column", default="label",
-                        help="The column (field) of the label in --labelled_file.")
+    add_text_column_flag(inputs, "--labelled_file and in a CSV/TSV/JSONL --exclude_file")
+    add_label_column_flag(inputs, "--labelled_file")
     inputs.add_argument("--labels", default="",
                         help="Comma-separated labels, class i the i-th, as the teacher was "
                         "fine-tuned with; default: the labels its export records "

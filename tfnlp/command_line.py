@@ -93,6 +93,21 @@ def mode_help(mode, text):
     return f"{mode}: {text}" if mode else text[0].upper() + text[1:]
 
 
+def add_text_column_flag(parser, files, mode="", segment=""):
+    """Adds `--text_column` (default "text"): the column (field) of the text
+    (`segment`, e.g. " (or first segment)") in the labelled `files`."""
+    parser.add_argument("--text_column", default="text",
+                        help=mode_help(mode, f"the column (field) of the text{segment} in "
+                                             f"{files}."))
+
+
+def add_label_column_flag(parser, files, mode=""):
+    """Adds `--label_column` (default "label"): the column (field) of the
+    label in the labelled `files`."""
+    parser.add_argument("--label_column", default="label",
+                        help=mode_help(mode, f"the column (field) of the label in {files}."))
+
+
 def add_lower_case_flag(parser, default, when, name="do_lower_case", mode=""):
     """Adds `--do_lower_case` (or `--name`), a boolean flag: "Lower-case
     and strip accents (`when`).", after "MODE: " when given."""

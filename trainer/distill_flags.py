@@ -2,7 +2,14 @@
 
 import os
 
-from tfnlp.command_line import ArgumentParser, UsageError, add_boolean_flag, check_input_file
+from tfnlp.command_line import (
+    ArgumentParser,
+    UsageError,
+    add_boolean_flag,
+    add_label_column_flag,
+    add_text_column_flag,
+    check_input_file,
+)
 from tfnlp.models.bilstm.bilstm_classifier import POOLINGS
 from tfnlp.text.word_vectors import WORD_VECTOR_FORMATS
 from trainer.bert_models import check_sequence_fits, checkpoint_config
@@ -61,8 +68,8 @@ def distillation_parser():
                       help="A labelled dev file (CSV, TSV or JSONL, as trainer.finetune "
                            "reads it): accuracy against its labels and, with a classifier "
                            "--teacher, agreement with the teacher, at every evaluation.")
-    data.add_argument("--text_column", default="text", help="--eval_data's text column.")
-    data.add_argument("--label_column", default="label", help="--eval_data's label column.")
+    add_text_column_flag(data, "--eval_data")
+    add_label_column_flag(data, "--eval_data")
     add_global_batch_size_flag(data, "Texts", default=32)
     add_shuffle_buffer_flag(data)
     data.add_argument("--max_seq_length", type=int, default=None,

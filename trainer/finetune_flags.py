@@ -5,7 +5,9 @@ import os
 from tfnlp.command_line import (
     ArgumentParser,
     UsageError,
+    add_label_column_flag,
     add_lower_case_flag,
+    add_text_column_flag,
     check_input_file,
 )
 from tfnlp.data.labelled_files import split_labels
@@ -56,11 +58,11 @@ def finetuning_parser():
     data = parser.add_argument_group("data")
     data.add_argument("--train_data", required=True, help="The training CSV, TSV or JSONL file.")
     data.add_argument("--eval_data", default="", help="The evaluation file (same format).")
-    data.add_argument("--text_column", default="text",
-                      help="classification: the column of the text (or first segment).")
+    add_text_column_flag(data, "--train_data and --eval_data", mode="classification",
+                         segment=" (or first segment)")
     data.add_argument("--text_pair_column", default="",
                       help="classification: the column of the second segment, if any.")
-    data.add_argument("--label_column", default="label", help="classification: the label column.")
+    add_label_column_flag(data, "--train_data and --eval_data", mode="classification")
     data.add_argument("--labels", default="",
                       help="Comma-separated labels (class i is the i-th); default: the "
                            "sorted labels of the training file.")
