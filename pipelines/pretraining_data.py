@@ -309,7 +309,7 @@ def stats_from_counts(counts, parameters):
             histogram.
 
     Returns:
-        The stats dict (see the module docstring).
+        The stats dict (see `build_pipeline`).
     """
     counts = dict(counts)
     get = lambda name: counts.get(name, 0)  # noqa: E731

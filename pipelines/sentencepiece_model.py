@@ -65,7 +65,7 @@ class SentencePieceOptions:
         character_coverage: the share of the sample's characters that
             become pieces (1.0: all of them).
         normalization_rule_name: SentencePiece's normalization, "nmt_nfkc"
-            by default (see the module docstring); "identity" keeps the text
+            by default (see above); "identity" keeps the text
             as it is (what a language model of raw text wants).
         remove_extra_whitespaces: remove leading, trailing and repeated
             spaces (SentencePiece's default); False keeps every space, so
