@@ -5,42 +5,8 @@ encoder-decoder.
         --eval_data='VAL/translation-*' --model_dir=RUN --config=tiny \\
         --train_steps=20000 [--max_tokens_per_batch=4096] [--label_smoothing=0.1]
 
-reads the shards of `python -m pipelines.translation_data` with
-`tfnlp.data.translation_dataset` (batches of about `--max_tokens_per_batch`
-tokens, bucketed by length), trains `tfnlp.models.TransformerSeq2Seq` (or,
-with `--model=rnn --attention=...`, `tfnlp.models.RNNSeq2Seq`) with
-the shared loop of `trainer.training_loop` (the label-smoothed
-cross-entropy per target token of the global batch: `trainer.tasks.
-TranslationTask`), and writes into `--model_dir`:
-
-- `ckpt-STEP.*` checkpoints (model, optimizer, step and, on one device, the
-  input iterator's position); a run started again with the same command
-  resumes from the latest one.
-- `tensorboard/train/` and `tensorboard/eval/` TensorBoard logs: loss, NLL,
-  perplexity, token accuracy, learning rate, gradient norm, tokens/s;
-  validation loss, BLEU, lower-cased BLEU and chrF; at each evaluation, a
-  table of the first `--sample_sentences` validation sentences with their
-  references and translations (Text tab) and their alignments (Images tab,
-  source pieces against the translation's pieces: the Transformer's last
-  cross-attention averaged over heads, or one image a head with
-  `--alignment_heads=each`; the LSTM's attention). The hyperparameters
-  (every flag and the model's settings) go into `tensorboard/` itself, for
-  the HParams tab.
-- `train_log.jsonl`, `eval_log.jsonl`; `config.json` (the model, serialized
-  by Keras: class and config)
-  and `serving.json` (the SentencePiece model and decoding settings for
-  `trainer.export`).
-- `best/`: the checkpoint of the best validation BLEU so far and
-  `best/best.json` (its step and scores).
-- with `--export_dir`, the next version `EXPORT_DIR/<N>/` of a
-  text-in/text-out SavedModel of the best checkpoint (or the last model
-  without evaluation).
-
-Replicas. Each input pipeline reads batches of its share of the token
-budget and splits every batch row-wise over its replicas (padding it with
-empty rows, which count for nothing, to a multiple of them), so the global
-batch of R replicas is the batch one replica would see and the loss is the
-same.
+It reads the shards of `python -m pipelines.translation_data` and trains on
+the shared loop of `trainer.training_loop`; `run` says what it writes.
 """
 
 import logging
@@ -118,7 +84,14 @@ def split_over_replicas(batch, replicas):
 
 
 def dataset_function(files, flags, training, seed=None):
-    """The `distribute_datasets_from_function` input function."""
+    """The `distribute_datasets_from_function` input function.
+
+    Each input pipeline reads batches of its share of the token budget and
+    splits every batch row-wise over its replicas (`split_over_replicas`,
+    padding it with empty rows, which count for nothing, to a multiple of
+    them), so the global batch of R replicas is the batch one replica would
+    see and the loss is the same.
+    """
 
     def dataset_fn(input_context):
         replicas = input_context.num_replicas_in_sync // input_context.num_input_pipelines
@@ -166,7 +139,37 @@ def make_evaluator(loop, strategy, eval_files, flags, scorer, step, writers, bes
 
 
 def run(flags):
-    """Trains as the flags say; returns the final step's loss."""
+    """Trains as the flags say; returns the final step's loss.
+
+    It reads the data with `tfnlp.data.translation_dataset` (batches of
+    about `--max_tokens_per_batch` tokens, bucketed by length), trains
+    `tfnlp.models.TransformerSeq2Seq` (or, with `--model=rnn
+    --attention=...`, `tfnlp.models.RNNSeq2Seq`) on the label-smoothed
+    cross-entropy per target token of the global batch
+    (`trainer.tasks.TranslationTask`), and writes into `--model_dir`:
+
+    - `ckpt-STEP.*` checkpoints (model, optimizer, step and, on one device,
+      the input iterator's position); a run started again with the same
+      command resumes from the latest one.
+    - `tensorboard/train/` and `tensorboard/eval/` TensorBoard logs: loss,
+      NLL, perplexity, token accuracy, learning rate, gradient norm,
+      tokens/s; validation loss, BLEU, lower-cased BLEU and chrF; at each
+      evaluation, a table of the first `--sample_sentences` validation
+      sentences with their references and translations (Text tab) and their
+      alignments (Images tab, source pieces against the translation's
+      pieces: the Transformer's last cross-attention averaged over heads,
+      or one image a head with `--alignment_heads=each`; the LSTM's
+      attention). The hyperparameters (every flag and the model's settings)
+      go into `tensorboard/` itself, for the HParams tab.
+    - `train_log.jsonl`, `eval_log.jsonl`; `config.json` (the model,
+      serialized by Keras: class and config) and `serving.json` (the
+      SentencePiece model and decoding settings for `trainer.export`).
+    - `best/`: the checkpoint of the best validation BLEU so far and
+      `best/best.json` (its step and scores).
+    - with `--export_dir`, the next version `EXPORT_DIR/<N>/` of a
+      text-in/text-out SavedModel of the best checkpoint (or the last model
+      without evaluation).
+    """
     return runtime.train_run(flags, lambda run: build_training(flags, run),
                              "Translation training")
 
