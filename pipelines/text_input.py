@@ -1,46 +1,10 @@
 """Reading raw text for tfnlp's Beam jobs, with every input line accounted for.
 
-`ReadTextLines` reads every line of every file that a list of globs matches
-(local paths, gs:// and any other Beam filesystem; .gz and .bz2 files are
-decompressed by extension) and yields the text of each usable line:
-
-- `input_format="text"`: each line is one record (BERT's format: one
-  sentence per line, a blank line between documents);
-- `input_format="jsonl"`: each line is a JSON object whose "text" field (a
-  string) is the record; any other field, such as an optional "id", is
-  ignored here.
-
-Lines are read as bytes and decoded as UTF-8 with `errors="replace"`, so an
-invalid byte becomes U+FFFD, which tfnlp's normalization then drops: the
-same text as the original BERT's `decode(errors="ignore")`. Lines with NUL
-bytes are kept too (normalization drops NUL). Neither kind of line is lost,
-but both are counted.
-
-Every line read is accounted for, both as Beam metrics (namespace "tfnlp",
-the names in `COUNTER_NAMES`) and in a one-element PCollection of counts that
-a job turns into its stats file with `input_accounting`:
-
-    lines_read == lines_used + sum(lines_skipped.values())
-
-where the skip reasons are "blank" (empty or whitespace-only text) and, for
-jsonl, "bad_json", "not_object" (valid JSON that is not an object),
-"missing_text" and "text_not_string". `lines_with_invalid_utf8` (invalid
-bytes, or a lone surrogate escape in JSON) and `lines_with_nul` count lines
-that were repaired, whatever their fate.
-
-Lines come out in no particular order, so that files are split and read in
-parallel. `ReadDocuments` keeps the line order that documents need: it reads
-each text file whole, in one worker, into documents (runs of non-blank
-lines, one sentence a line, as in BERT's format), or takes each jsonl
-record as one document split into sentences (`split_sentences`), and
-counts lines and documents in the same way.
-
-The pieces that other readers reuse (`pipelines.translation_pairs`):
-`match_input_files` (globs checked before the job, by
-`tfnlp.data.file_patterns`),
-`check_input_format`, `ReadRawLines` (every line of the files, as bytes,
-read in parallel), `decode_line`, `parse_json_object` and
-`repair_surrogates`.
+`ReadTextLines` yields the text of every usable line of the files a list of
+globs matches (local paths, gs:// and any other Beam filesystem; .gz and .bz2
+files are decompressed by extension), `ReadDocuments` their documents; both
+count every line read (`input_accounting`). The smaller pieces are reused by
+other readers (`pipelines.translation_pairs`).
 """
 
 import json
@@ -125,6 +89,12 @@ def check_input_format(input_format, formats=INPUT_FORMATS):
 
 def decode_line(raw):
     """Decodes one line read as bytes.
+
+    Decoding is UTF-8 with `errors="replace"`, so an invalid byte becomes
+    U+FFFD, which tfnlp's normalization then drops: the same text as the
+    original BERT's `decode(errors="ignore")`. Lines with NUL bytes are kept
+    too (normalization drops NUL). Neither kind of line is lost, but both
+    are counted.
 
     Args:
         raw: the line's bytes, without its line end.
@@ -245,6 +215,18 @@ class _DecodeLines(job.CountingDoFn):
 def input_accounting(counts):
     """The stats-file section that accounts for every line read.
 
+    Every line read is accounted for, both as Beam metrics (namespace
+    "tfnlp", the names in `COUNTER_NAMES`) and in the counts this turns
+    into the stats:
+
+        lines_read == lines_used + sum(lines_skipped.values())
+
+    where the skip reasons are "blank" (empty or whitespace-only text) and,
+    for jsonl, "bad_json", "not_object" (valid JSON that is not an object),
+    "missing_text" and "text_not_string". `lines_with_invalid_utf8`
+    (invalid bytes, or a lone surrogate escape in JSON) and `lines_with_nul`
+    count lines that were repaired, whatever their fate.
+
     Args:
         counts: the dict produced by `ReadTextLines`'s counts output.
 
@@ -296,6 +278,15 @@ class ReadRawLines(beam.PTransform):
 
 class ReadTextLines(beam.PTransform):
     """Reads the text of every line of the matched files, counting each line.
+
+    - `input_format="text"`: each line is one record (BERT's format: one
+      sentence per line, a blank line between documents);
+    - `input_format="jsonl"`: each line is a JSON object whose "text" field
+      (a string) is the record; any other field, such as an optional "id",
+      is ignored here.
+
+    Lines come out in no particular order, so that files are split and read
+    in parallel (`ReadDocuments` keeps the line order that documents need).
 
     The globs are matched when the transform is created, so a glob that
     matches nothing fails before the pipeline starts. Files are read with
