@@ -1,45 +1,9 @@
 """The custom `tf.distribute` training loop, for any task.
 
-Why not `keras.Model.fit`: Keras 3's `fit` under `tf.distribute` strategies
-still has open problems (keras-team/keras issues 20585, 20329 and 19891:
-multi-worker and TPU training, and losses and metrics combined across
-replicas), and pretraining needs things `fit` does not give: the loss
-normalised over the global batch, clipping of the summed gradient, and
-gradient accumulation inside `strategy.run`. So the step is written here,
-with `strategy.run` inside a `tf.function`.
-
-The task. What is particular to a model family comes from a task object
-that has every member of `trainer.tasks.TrainingTask` (the model, its
-forward pass, the loss normalisers, the loss, the summed figures of a
-batch, the metrics derived from them and the per-step log record);
-`TrainingLoop` checks them when it is built.
-
-Loss over replicas. Each replica first sums (all-reduce) the
-`batch_totals` of its share of the global batch; its loss is normalised by
-those global totals, so the replicas' losses, and their gradients, add up
-to exactly the loss and gradient of one replica on the whole global batch.
-The loop sums the gradients (all-reduce), logs their global norm, clips
-them (`clip_norm`) and applies them once.
-
-Gradient accumulation. With `gradient_accumulation_steps=K` each replica
-splits its batch into K micro-batches and runs them one after the other in
-a `tf.while_loop`, adding up their gradients; the optimizer is applied once
-per step. The step's examples are the same, only the peak activation memory
-is that of one micro-batch, so K micro-batches of B/K give the same update
-as one batch of B.
-
-Metrics. The step returns the task's sums reduced over the replicas;
-`SumMetrics` adds them up over a logging interval on the host and derives
-the task's metrics, so that every number is exact over the global batch
-whatever the number of replicas.
-
-The host loop. `train` runs the steps of a `LoopSchedule`: it logs every
-step to `train_log.jsonl`, the task's metrics, the learning rate, the
-gradient norm and the throughput to TensorBoard every `log_every_steps`,
-evaluates, writes pictures and sample text (attention heatmaps, masked-LM
-predictions) and saves checkpoints when due, and stops with
-`FloatingPointError` naming the step when the loss is NaN or infinite,
-before saving, so the last checkpoint is a good one.
+`TrainingLoop` holds the distributed train and eval steps of a task's model
+(and why they are not `keras.Model.fit`'s), `train` the host loop that runs
+them on a `LoopSchedule`, logs, evaluates and saves checkpoints, and
+`SumMetrics` the task's metrics added up over the global batch.
 """
 
 import dataclasses
@@ -63,7 +27,10 @@ class SumMetrics:
     """Adds up a task's step sums on the host and derives its metrics.
 
     `update(sums)` after each step; `result()` gives `task.results` of the
-    sums since the last `reset()`; `totals` holds those sums.
+    sums since the last `reset()`; `totals` holds those sums. The step
+    returns the task's sums reduced over the replicas, and the metrics are
+    derived from their totals over a logging interval, so that every number
+    is exact over the global batch whatever the number of replicas.
 
     Args:
         task: the training task (its `sum_names` and `results`).
@@ -88,6 +55,34 @@ class TrainingLoop:
     """The distributed train and eval steps of a task's model.
 
     Build the model and the optimizer under `strategy.scope()` first.
+
+    Why not `keras.Model.fit`: Keras 3's `fit` under `tf.distribute`
+    strategies still has open problems (multi-worker and TPU training, and
+    losses and metrics combined across replicas), and pretraining needs
+    things `fit` does not give: the loss normalised over the global batch,
+    clipping of the summed gradient, and gradient accumulation inside
+    `strategy.run`. So the step is written here, with `strategy.run` inside
+    a `tf.function`.
+
+    The task. What is particular to a model family comes from a task
+    object that has every member of `trainer.tasks.TrainingTask` (the
+    model, its forward pass, the loss normalisers, the loss, the summed
+    figures of a batch, the metrics derived from them and the per-step log
+    record); the loop checks them when it is built.
+
+    Loss over replicas. Each replica first sums (all-reduce) the
+    `batch_totals` of its share of the global batch; its loss is normalised
+    by those global totals, so the replicas' losses, and their gradients,
+    add up to exactly the loss and gradient of one replica on the whole
+    global batch. The loop sums the gradients (all-reduce), logs their
+    global norm, clips them (`clip_norm`) and applies them once.
+
+    Gradient accumulation. With `gradient_accumulation_steps=K` each
+    replica splits its batch into K micro-batches and runs them one after
+    the other in a `tf.while_loop`, adding up their gradients; the
+    optimizer is applied once per step. The step's examples are the same,
+    only the peak activation memory is that of one micro-batch, so K
+    micro-batches of B/K give the same update as one batch of B.
 
     Args:
         strategy: the `tf.distribute.Strategy`.
@@ -312,6 +307,14 @@ def train(loop, iterator, checkpoints, logs, schedule, learning_rate, start_step
           evaluator=None, samples=None):
     """Trains from `start_step` to `schedule.train_steps`, or until
     `schedule.stop_time_seconds` have passed; returns the last loss.
+
+    It logs every step to `train_log.jsonl`, the task's metrics, the
+    learning rate, the gradient norm and the throughput to TensorBoard
+    every `log_every_steps`, evaluates, writes pictures and sample text
+    (attention heatmaps, masked-LM predictions) and saves checkpoints when
+    due, and stops with `FloatingPointError` naming the step when the loss
+    is NaN or infinite, before saving, so the last checkpoint is a good
+    one.
 
     Args:
         loop: the `TrainingLoop`.
