@@ -1,41 +1,10 @@
 """The teacher of a distillation transfer set: its export, checked before
 the job, and its logits for every text, with Beam's `RunInference`.
 
-- `TeacherExport` / `describe_teacher_export`: a classifier's SavedModel
-  (the `--export_dir` of `trainer.finetune`, or `trainer.export`'s),
-  checked on the driver from its `saved_model.pb` alone (no variables
-  loaded): its `serving_default` must take a string `text` and give float32
-  `logits` of `[batch, classes]`.
-- `TeacherBatches`: the transfer-set texts grouped into the teacher's
-  batches, each batch a function of the data alone.
-- `TeacherModelHandler`: the `RunInference` model handler that loads the
-  export on each worker and calls `serving_default` on one batch of texts.
-- `LabelTransferSet`: the transfer-set texts
-  (`pipelines.transfer_set.SelectTransferTexts`'s) in, their serialized
-  distillation records (`tfnlp.data.distillation_schema`) out, counting
-  the records per origin, the teacher's predicted classes and its
-  agreement with the gold labels.
-
-Why not Beam's `TFModelHandlerTensor` (`apache_beam.ml.inference.
-tensorflow_inference`): that module imports `tensorflow_hub`, which tfnlp
-does not depend on, and its handler loads the model with
-`tf.keras.models.load_model`, which under Keras 3 loads `.keras` files
-only, not a SavedModel of `tf.Module` signatures. This handler subclasses
-Beam's `ModelHandler` instead, so `RunInference` shares the model between
-a worker's threads and reports its metrics as it does for its own
-handlers.
-
-Why the batches are formed before `RunInference` rather than by its own
-`BatchElements`: a float's last bits depend on the shapes it was computed
-in and on its row's place in them, and a classifier's text signature cuts
-its batch to the longest text in it (`tfnlp.export.bert_signatures.
-trim_to_longest`). Batches that a runner formed from whatever its bundles
-held would give a text other bits on another runner or with another
-number of workers. `TeacherBatches` groups the texts by word count and a
-byte of their key, sorts each group by key and cuts it into batches: the
-batches, and so every logit's bits, depend on the set of texts alone.
-Texts of one word count have close WordPiece lengths, so little of a
-batch is padding.
+`describe_teacher_export` checks the export on the driver,
+`TeacherBatches` forms the teacher's batches, `TeacherModelHandler` runs the
+export on each worker, and `LabelTransferSet` turns the transfer-set texts
+into distillation records (`tfnlp.data.distillation_schema`).
 """
 
 import dataclasses
@@ -99,6 +68,11 @@ def saved_model_version(path):
 def describe_teacher_export(path):
     """Checks a teacher's export from its `saved_model.pb`, without loading it.
 
+    The export is a classifier's SavedModel (the `--export_dir` of
+    `trainer.finetune`, or `trainer.export`'s), checked on the driver (no
+    variables loaded): its `serving_default` must take a string `text` and
+    give float32 `logits` of `[batch, classes]`.
+
     Args:
         path: an export directory (its newest version is used) or one
             version of it.
@@ -156,6 +130,14 @@ class TeacherModelHandler(ModelHandler):
     once per element and returns a `PredictionResult` per element whose
     `inference` is the float32 logits of its texts (`[texts, classes]`).
     `RunInference` hands it one element at a time.
+
+    Why not Beam's `TFModelHandlerTensor` (`apache_beam.ml.inference.
+    tensorflow_inference`): that module imports `tensorflow_hub`, which
+    tfnlp does not depend on, and its handler loads the model with
+    `tf.keras.models.load_model`, which under Keras 3 loads `.keras` files
+    only, not a SavedModel of `tf.Module` signatures. Subclassing Beam's
+    `ModelHandler` lets `RunInference` share the model between a worker's
+    threads and report its metrics as it does for its own handlers.
 
     Args:
         saved_model_dir: the SavedModel's version directory
@@ -243,6 +225,18 @@ class TeacherBatches(beam.PTransform):
     by `teacher_batch_group`, each group sorted by key and cut into
     batches of `batch_size`; row keys are the `(key, origin, label)` of
     each text, in the same order.
+
+    Why the batches are formed here rather than by `RunInference`'s own
+    `BatchElements`: a float's last bits depend on the shapes it was
+    computed in and on its row's place in them, and a classifier's text
+    signature cuts its batch to the longest text in it
+    (`tfnlp.export.bert_signatures.trim_to_longest`). Batches that a runner
+    formed from whatever its bundles held would give a text other bits on
+    another runner or with another number of workers. Grouping the texts by
+    word count and a byte of their key, sorting each group by key and
+    cutting it into batches makes the batches, and so every logit's bits,
+    depend on the set of texts alone. Texts of one word count have close
+    WordPiece lengths, so little of a batch is padding.
 
     Args:
         batch_size: the most texts of a batch.
