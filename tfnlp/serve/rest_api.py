@@ -1,39 +1,9 @@
 """TensorFlow Serving's REST predict format, to numpy arrays and back.
 
-A predict request is a JSON object with an optional `"signature_name"`
-(default `"serving_default"`) and the inputs in one of two formats:
-
-- row format, `{"instances": [...]}`: one entry per example; a value when
-  the signature has a single input (`["some text", "more text"]`), else an
-  object with every input (`[{"ids": [1, 2], "scale": 0.5}, ...]`). The
-  response is `{"predictions": [...]}`, one entry per example: the value of
-  the single output, else an object of every output.
-- columnar format, `{"inputs": ...}`: the whole batch of a single input, or
-  an object of every input (`{"ids": [[1, 2]], "scale": [0.5]}`). The
-  response is `{"outputs": ...}`: the single output's value, else an object
-  of every output.
-
-Strings are UTF-8 text; binary values are written `{"b64": "<base64>"}`,
-which string inputs accept and which string outputs use when their name ends
-in `_bytes` or their bytes are not valid UTF-8. JSON numbers are converted to
-the signature's dtype, and values of the wrong type are rejected.
-
-Text longer than the model's sequence length is not an error: the exported
-text signatures tokenize in the graph and truncate to their sequence length.
-Only text over the server's `--max_string_bytes` is rejected, and a request
-of more instances (rows) than `--max_instances_per_request`.
-
-In the row format, instances of different shapes are accepted for an input
-of unknown rank (tfnlp's text signatures take a sentence or a
-`[first, second]` pair per instance): each shape is run as its own batch and
-the predictions come back in the order of the instances. For an input of
-shape `[-1, 1]`, a rank-1 list (`[1, 2, 3]`) is read as one value per row,
-as TensorFlow Serving does. Numbers that JSON cannot write, NaN and
-infinities, are written `NaN`, `Infinity` and `-Infinity`, as TensorFlow
-Serving writes them (and reads them, as this parser does).
-
-Every problem with a request raises `RequestError`, whose message says what
-was wrong, what was expected and what to do; the server answers it with the
+`parse_predict_request` checks a predict request (row or columnar format)
+against a signature and converts its inputs to numpy arrays;
+`format_predict_response` writes the outputs back as JSON. Every problem
+with a request raises `RequestError`, which the server answers with its
 HTTP status and `{"error": message}`.
 """
 
@@ -146,6 +116,35 @@ def parse_predict_request(request, signatures, max_string_bytes, max_instances=N
                           input_limits=None):
     """Validates a predict request and converts its inputs to numpy arrays.
 
+    A predict request is a JSON object with an optional `"signature_name"`
+    (default `"serving_default"`) and the inputs in one of two formats:
+
+    - row format, `{"instances": [...]}`: one entry per example; a value
+      when the signature has a single input (`["some text", "more
+      text"]`), else an object with every input (`[{"ids": [1, 2],
+      "scale": 0.5}, ...]`).
+    - columnar format, `{"inputs": ...}`: the whole batch of a single
+      input, or an object of every input (`{"ids": [[1, 2]], "scale":
+      [0.5]}`).
+
+    Strings are UTF-8 text; binary values are written `{"b64":
+    "<base64>"}`, which string inputs accept. JSON numbers are converted to
+    the signature's dtype, and values of the wrong type are rejected; `NaN`,
+    `Infinity` and `-Infinity` are read as TensorFlow Serving reads them.
+
+    Text longer than the model's sequence length is not an error: the
+    exported text signatures tokenize in the graph and truncate to their
+    sequence length. Only text over `max_string_bytes` (the server's
+    `--max_string_bytes`) is rejected, and a request of more instances
+    (rows) than `max_instances` (`--max_instances_per_request`).
+
+    In the row format, instances of different shapes are accepted for an
+    input of unknown rank (tfnlp's text signatures take a sentence or a
+    `[first, second]` pair per instance): each shape is run as its own
+    batch and the predictions come back in the order of the instances. For
+    an input of shape `[-1, 1]`, a rank-1 list (`[1, 2, 3]`) is read as one
+    value per row, as TensorFlow Serving does.
+
     Args:
         request: the request's JSON object.
         signatures: a dict from signature name to `Signature` of the model
@@ -220,8 +219,14 @@ def format_predict_response(request, results):
             output key to a numpy array.
 
     Returns:
-        `{"predictions": [...]}` for the row format, `{"outputs": ...}` for
-        the columnar format.
+        `{"predictions": [...]}` for the row format, one entry per example:
+        the value of the single output, else an object of every output;
+        `{"outputs": ...}` for the columnar format: the single output's
+        value, else an object of every output. String outputs are UTF-8
+        text, or `{"b64": "<base64>"}` when their name ends in `_bytes` or
+        their bytes are not valid UTF-8. Numbers that JSON cannot write,
+        NaN and infinities, are written `NaN`, `Infinity` and `-Infinity`,
+        as TensorFlow Serving writes them.
 
     Raises:
         RequestError: the row format was asked of a signature with an output
