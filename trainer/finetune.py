@@ -4,8 +4,8 @@
         --init_checkpoint=PRETRAINING_MODEL_DIR --train_data=train.csv \\
         --eval_data=dev.csv --model_dir=RUN --vocab_file=vocab.txt
 
-The data formats are `trainer.finetune_data`'s; `run` lists what a run
-writes into `--model_dir`.
+`load_data` says which files each task reads, `run` what a run writes
+into `--model_dir`.
 """
 
 import argparse

@@ -1,36 +1,11 @@
 """Fine-tuning data: reading CSV/TSV/JSONL files into BERT input batches.
 
-Three tasks (see `trainer.finetune`):
-
-- "classification": rows with a text (or a text pair) and a label, in CSV,
-  TSV or JSON Lines. Labels are strings, mapped to class ids through a
-  label list (`--labels`, or the sorted labels of the training file).
-- "token_classification": JSON Lines of `{"tokens": [words], "tags":
-  [tags]}`, one tag per word. The tag of a word goes to its first WordPiece;
-  the other pieces, [CLS], [SEP] and padding get weight 0.
-- "span": JSON Lines of SQuAD-like `{"context", "question", "answer_start",
-  "answer_text"}`, `answer_start` being the character offset of the answer
-  in the context. The answer is mapped to the token positions of its first
-  and last WordPiece in `[CLS] question [SEP] context [SEP]`.
-
-The files are read in Python by `tfnlp.data.labelled_files` (they are
-small next to pretraining data), row by row: a bad row (missing text or
-label, a label that is not in the label list, a malformed JSON line, an answer that is not at its offset or that
-the truncation to `max_seq_length` cuts away) is skipped and counted in a
-`ReadReport`, whose `summary()` says how many of each. The tokenization is
-then done by `tfnlp.text.BertTokenizer` and `tfnlp.text.pack_inputs`, in
-`tf.data` for classification and token classification. Span examples are
-tokenized once up front with the same ops (eagerly, in batches), because
-whether the answer survives the truncation is only known after tokenizing,
-and those examples must be counted and left out before batching.
-
-Every dataset yields `(features, labels, sample_weights)` as
-`keras.Model.fit` takes them (`trainer.tasks.finetuning.batch_of` makes
-the training loop's batch dicts of them): `features` the dict of int32
-`input_ids`, `input_mask` and `segment_ids` of shape `[batch, max_seq_length]`;
-classification labels `[batch]`; token labels and weights `[batch,
-max_seq_length]`; span labels a dict of `start_logits` and `end_logits`
-positions `[batch]` (the output names of `BertSpanExtractor`).
+The datasets of the three tasks of `trainer.finetune` ("classification",
+"token_classification", "span"), from the examples that
+`tfnlp.data.labelled_files` reads. Each yields `(features, labels,
+sample_weights)` as `keras.Model.fit` takes them, `features` the dict of
+int32 `input_ids`, `input_mask` and `segment_ids` `[batch, length]`
+(`trainer.tasks.finetuning.batch_of` makes the loop's batch dicts of them).
 """
 
 import collections
@@ -200,6 +175,12 @@ def encode_spans(examples, tokenizer, max_seq_length, report, chunk=1024):
     example is `[CLS] question [SEP] context [SEP]`, truncated as
     `pack_inputs` does; an example whose answer's last piece is cut off, or
     whose answer gives no piece, is skipped and counted in `report`.
+
+    Span examples are tokenized here, once and up front (eagerly, in
+    batches, with the ops that `tf.data` uses for the other tasks), because
+    whether the answer survives the truncation is only known after
+    tokenizing, and those examples must be counted and left out before
+    batching.
 
     Args:
         examples: `(context, question, answer_start, answer_text)` tuples.
