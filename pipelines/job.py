@@ -1,36 +1,13 @@
 """What every Beam job of `pipelines` does around its transforms.
 
-A job's steps count what they read, keep and drop; a job writes those
-counts, with its parameters, to a stats file; and its command line runs the
-pipeline to the end, reads the stats back and logs one summary line. This
-module is that shared part:
-
-- `CountingDoFn`: a DoFn base class that counts by name (`count`) and emits
-  its counts once per bundle, as one dict on the output tagged `COUNTS_TAG`,
-  and as Beam metrics (namespace `METRICS_NAMESPACE`).
-- `SumCounts`: the CombineFn that adds those dicts into one.
-- `write_file`, `read_file`: whole files on any Beam filesystem (local
-  paths, gs:// and the like), never compressed whatever their name.
-- `stats_file_bytes`, `read_stats`: the stats file's format (indented,
-  key-sorted UTF-8 JSON ending in a newline); `WriteStats`, the transform
-  that writes a job's stats dict in it; `share`, the ratios in the stats.
-- `run_job`: builds a pipeline from the command line's Beam options, runs
-  it with its objects kept from the garbage collector (`objects_frozen`),
-  checks that it finished, reads its stats and logs the runner's
-  counters, each top-level step's time (`runner_report`) and the summary;
-  a step's `UserError` or an empty output ends it in a `UsageError`.
-- `parse_job_arguments`, `split_arguments`: a job's flags, checked, and
-  Beam's options (any other argument refused).
-- `configure_command_line_logging`: the logging of `python -m pipelines.X`;
-  `command_line_main`: what such a module's `__main__` block runs (its
-  `main` through `tfnlp.command_line.run_main`: a user's mistake is one
-  line on stderr and exit status 2).
-
-Each job module has the same command-line face: `main(argv=None)` runs the
-job on `argv`, the command-line arguments without the program name
-(`sys.argv[1:]` when None), the job's flags and Beam's options (see
-`pipelines.beam_options`), and returns the stats dict it wrote;
-`summary_line(stats, seconds)` is the line `run_job` logs at the end.
+A job's steps count what they read, keep and drop (`CountingDoFn`,
+`SumCounts`); a job writes those counts, with its parameters, to a stats
+file (`WriteStats`); and its command line runs the pipeline to the end,
+reads the stats back and logs one summary line (`run_job`,
+`command_line_main`). Each job module has the same command-line face:
+`main(argv=None)` runs the job on `argv` (the arguments without the program
+name: the job's flags and Beam's options) and returns the stats dict it
+wrote; `summary_line(stats, seconds)` is the line `run_job` logs at the end.
 """
 
 import atexit
@@ -141,7 +118,8 @@ def write_file(contents, path):
 
 
 def read_file(path):
-    """The bytes of `path` on any Beam filesystem.
+    """The bytes of `path` on any Beam filesystem, never decompressed
+    whatever the file name ends with.
 
     Args:
         path: the file to read.
