@@ -2,33 +2,11 @@
 
 A pretraining shard is a TFRecord file (optionally gzip) of serialized
 `tf.train.Example`s holding exactly the features that google-research/bert's
-`run_pretraining.py` parses, so a reader written for the original reads
-tfnlp's records, and tfnlp reads the original's:
-
-| feature                | type    | shape                     | content |
-|------------------------|---------|---------------------------|---------|
-| `input_ids`            | int64   | [max_seq_length]          | `[CLS] A [SEP] B [SEP]`, zero-padded |
-| `input_mask`           | int64   | [max_seq_length]          | 1 for real tokens, 0 for padding |
-| `segment_ids`          | int64   | [max_seq_length]          | 0 for `[CLS] A [SEP]`, 1 for `B [SEP]`, 0 padding |
-| `masked_lm_positions`  | int64   | [max_predictions_per_seq] | ascending positions, zero-padded |
-| `masked_lm_ids`        | int64   | [max_predictions_per_seq] | original token ids, zero-padded |
-| `masked_lm_weights`    | float32 | [max_predictions_per_seq] | 1.0 per real prediction, 0.0 padding |
-| `next_sentence_labels` | int64   | [1]                       | 1 = B is a random next segment, 0 = actual next |
-
-With dynamic masking the writer stores the unmasked sequence and empty
-masked-LM lists (positions, ids and weights all zero); the reader
-(`tfnlp.data.pretraining_dataset`) then masks each epoch anew.
-
-The writer side (`serialize_instance`, and `InstanceSerializer` for many
-records of one shape) is plain protobuf (`tfnlp.data.example_proto`),
-cheap enough to run once per record in Beam workers that never load
-TensorFlow, and gives the same bytes for the same instance (map keys are
-serialized in sorted order). The reader side
-(`feature_spec`, `parse_examples`) is TensorFlow ops and, like the original,
-casts int64 to int32; it imports TensorFlow when first called, so that
-importing this module for writing costs no TensorFlow. `record_sizes`
-reads what a record says about the data (its lengths, its largest id)
-without TensorFlow, for the checks before training.
+`run_pretraining.py` parses (`FEATURE_NAMES`), so a reader written for the
+original reads tfnlp's records, and tfnlp reads the original's. The writer
+side (`serialize_instance`, `InstanceSerializer`, `record_sizes`) needs no
+TensorFlow; the reader side (`feature_spec`, `parse_examples`) imports it
+when first called, so that importing this module for writing costs none.
 """
 
 import typing
@@ -43,7 +21,21 @@ MASKED_LM_IDS = "masked_lm_ids"
 MASKED_LM_WEIGHTS = "masked_lm_weights"
 NEXT_SENTENCE_LABELS = "next_sentence_labels"
 
-# The feature names, in google-research/bert's order.
+# The feature names, in google-research/bert's order:
+#
+# | feature                | type    | shape                     | content |
+# |------------------------|---------|---------------------------|---------|
+# | `input_ids`            | int64   | [max_seq_length]          | `[CLS] A [SEP] B [SEP]`, zero-padded |
+# | `input_mask`           | int64   | [max_seq_length]          | 1 for real tokens, 0 for padding |
+# | `segment_ids`          | int64   | [max_seq_length]          | 0 for `[CLS] A [SEP]`, 1 for `B [SEP]`, 0 padding |
+# | `masked_lm_positions`  | int64   | [max_predictions_per_seq] | ascending positions, zero-padded |
+# | `masked_lm_ids`        | int64   | [max_predictions_per_seq] | original token ids, zero-padded |
+# | `masked_lm_weights`    | float32 | [max_predictions_per_seq] | 1.0 per real prediction, 0.0 padding |
+# | `next_sentence_labels` | int64   | [1]                       | 1 = B is a random next segment, 0 = actual next |
+#
+# With dynamic masking the writer stores the unmasked sequence and empty
+# masked-LM lists (positions, ids and weights all zero); the reader
+# (`tfnlp.data.pretraining_dataset`) then masks each epoch anew.
 FEATURE_NAMES = (
     INPUT_IDS,
     INPUT_MASK,
@@ -117,8 +109,10 @@ def serialize_instance(
     Pads with zeros to the fixed lengths, sets `input_mask` to 1 for each
     real token and `masked_lm_weights` to 1.0 for each real prediction, as
     google-research/bert's `create_pretraining_data.py` does. Plain protobuf
-    (no TensorFlow ops), and deterministic: the same instance always gives
-    the same bytes. To serialize many instances of one shape, an
+    (`tfnlp.data.example_proto`, no TensorFlow: cheap enough to run once
+    per record in Beam workers that never load TensorFlow), and
+    deterministic: the same instance always gives the same bytes (map keys
+    are serialized in sorted order). To serialize many instances of one shape, an
     `InstanceSerializer` does the same work with less overhead.
 
     Args:
@@ -297,7 +291,8 @@ class RecordSizes(typing.NamedTuple):
 
 
 def record_sizes(record):
-    """The `RecordSizes` of a serialized record, read without TensorFlow.
+    """The `RecordSizes` of a serialized record, read without TensorFlow
+    (for the checks before training).
 
     Raises:
         ValueError: the record lacks a feature of this schema.
