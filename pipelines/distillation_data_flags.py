@@ -8,7 +8,12 @@ output directory written) before the job starts.
 
 from pipelines import job
 from pipelines.job_flags import add_num_shards_flag, add_output_dir_flag
-from tfnlp.command_line import ArgumentParser, add_label_column_flag, add_text_column_flag
+from tfnlp.command_line import (
+    ArgumentParser,
+    add_label_column_flag,
+    add_labels_flag,
+    add_text_column_flag,
+)
 from tfnlp.text.augmentation import SWAP_MODES
 
 PROGRAM = "python -m pipelines.distillation_data"
@@ -36,10 +41,9 @@ def build_parser():
                         "row, or JSON lines, as trainer.finetune reads them.")
     add_text_column_flag(inputs, "--labelled_file and in a CSV/TSV/JSONL --exclude_file")
     add_label_column_flag(inputs, "--labelled_file")
-    inputs.add_argument("--labels", default="",
-                        help="Comma-separated labels, class i the i-th, as the teacher was "
-                        "fine-tuned with; default: the labels its export records "
-                        "(assets.extra/labels.json). Rows with another label are skipped.")
+    add_labels_flag(inputs, "the labels its export records (assets.extra/labels.json)",
+                    trained=", as the teacher was fine-tuned with",
+                    note="Rows with another label are skipped.")
     inputs.add_argument("--unlabelled_file",
                         help="Comma-separated globs of unlabelled in-domain text, one text "
                         "a line (.gz and .bz2 are decompressed).")

@@ -108,6 +108,15 @@ def add_label_column_flag(parser, files, mode=""):
                         help=mode_help(mode, f"the column (field) of the label in {files}."))
 
 
+def add_labels_flag(parser, default, trained="", note=""):
+    """Adds `--labels` (default: `default`, which its help names): the
+    classes in order, comma-separated; `trained` says what set that order,
+    `note` what else the help says (a sentence)."""
+    parser.add_argument("--labels", default="",
+                        help=f"Comma-separated labels (class i is the i-th){trained}; "
+                             f"default: {default}." + (f" {note}" if note else ""))
+
+
 def add_lower_case_flag(parser, default, when, name="do_lower_case", mode=""):
     """Adds `--do_lower_case` (or `--name`), a boolean flag: "Lower-case
     and strip accents (`when`).", after "MODE: " when given."""

@@ -6,6 +6,7 @@ from tfnlp.command_line import (
     ArgumentParser,
     UsageError,
     add_label_column_flag,
+    add_labels_flag,
     add_lower_case_flag,
     add_text_column_flag,
     check_input_file,
@@ -63,9 +64,7 @@ def finetuning_parser():
     data.add_argument("--text_pair_column", default="",
                       help="classification: the column of the second segment, if any.")
     add_label_column_flag(data, "--train_data and --eval_data", mode="classification")
-    data.add_argument("--labels", default="",
-                      help="Comma-separated labels (class i is the i-th); default: the "
-                           "sorted labels of the training file.")
+    add_labels_flag(data, "the sorted labels of the training file")
     data.add_argument("--num_classes", type=int, default=0,
                       help="Without --labels: the labels are the integers 0..N-1.")
     data.add_argument("--vocab_file", required=True, help="The WordPiece vocabulary.")
