@@ -2,39 +2,9 @@
 
 The default demo (`make demo`, `tfnlp demo`). It needs nothing outside the
 repository: it reads `demo/data/tinyshakespeare.txt` (see the README there;
-an installed tfnlp ships it as `tfnlp_cli/demo/data`), and each stage is
-one of the product's entry points, run in this process with the arguments
-its command line would take, except the server, which runs in a process of
-its own as a user would start it:
-
-1. "text": the corpus is split into a training part and a held-out part
-   (its last `--heldout_percent` of lines), and the training part is
-   written in BERT's input format (`prepare_text`);
-2. "vocabulary": `pipelines.wordpiece_vocab` (Beam) learns a WordPiece
-   vocabulary from the training part;
-3. "pretraining data": `pipelines.pretraining_data` (Beam) writes masked-LM
-   and next-sentence TFRecords;
-4. "training": `trainer.pretrain` trains a small BERT with the default
-   `tf.distribute` strategy, with TensorBoard logs;
-5. "export": `trainer.export` writes the SavedModel with the `fill_mask`
-   signature;
-6. "serving": `python -m tfnlp.serve` serves the export; held-out lines,
-   each with one word replaced by [MASK], go to it as TF Serving REST
-   requests, and the answers give the masked-word accuracy (top-1, top-5).
-
-Writes into `--output_dir` (each run starts these folders afresh; a failed
-stage leaves the folders of the stages before it):
-
-- `text/`: `train.txt` (the passages), `heldout.txt`, `stats.json`;
-- `vocabulary/`: `vocab.txt` and `vocab.txt.stats.json`;
-- `pretraining_data/`: the TFRecord shard and `stats.json`;
-- `run/`: the trainer's checkpoints, `train_log.jsonl` and TensorBoard logs;
-- `export/1/`: the SavedModel;
-- `serving/`: `server.log` (the server's output, one line per request) and
-  `predictions.jsonl` (each held-out line, its masked word and the served
-  top-5);
-- `summary.json`: seconds per stage, the stages' figures, the accuracy and
-  the artefacts' paths.
+an installed tfnlp ships it as `tfnlp_cli/demo/data`), and runs the
+product's entry points one after the other on it; `run` lists the stages
+and what they write.
 """
 
 import collections
@@ -821,6 +791,41 @@ def print_summary(summary, path):
 def run(args):
     """Runs the stages as `args` say (see `tfnlp_cli.demo.__main__`); returns the
     summary, also written to `OUTPUT_DIR/summary.json`.
+
+    Each stage is one of the product's entry points, run in this process
+    with the arguments its command line would take, except the server,
+    which runs in a process of its own as a user would start it:
+
+    1. "text": the corpus is split into a training part and a held-out part
+       (its last `--heldout_percent` of lines), and the training part is
+       written in BERT's input format (`prepare_text`);
+    2. "vocabulary": `pipelines.wordpiece_vocab` (Beam) learns a WordPiece
+       vocabulary from the training part;
+    3. "pretraining data": `pipelines.pretraining_data` (Beam) writes
+       masked-LM and next-sentence TFRecords;
+    4. "training": `trainer.pretrain` trains a small BERT with the default
+       `tf.distribute` strategy, with TensorBoard logs;
+    5. "export": `trainer.export` writes the SavedModel with the
+       `fill_mask` signature;
+    6. "serving": `python -m tfnlp.serve` serves the export; held-out lines,
+       each with one word replaced by [MASK], go to it as TF Serving REST
+       requests, and the answers give the masked-word accuracy (top-1,
+       top-5).
+
+    Writes into `--output_dir` (each run starts these folders afresh; a
+    failed stage leaves the folders of the stages before it):
+
+    - `text/`: `train.txt` (the passages), `heldout.txt`, `stats.json`;
+    - `vocabulary/`: `vocab.txt` and `vocab.txt.stats.json`;
+    - `pretraining_data/`: the TFRecord shard and `stats.json`;
+    - `run/`: the trainer's checkpoints, `train_log.jsonl` and TensorBoard
+      logs;
+    - `export/1/`: the SavedModel;
+    - `serving/`: `server.log` (the server's output, one line per request)
+      and `predictions.jsonl` (each held-out line, its masked word and the
+      served top-5);
+    - `summary.json`: seconds per stage, the stages' figures, the accuracy
+      and the artefacts' paths.
 
     Raises:
         StageFailed: a stage failed; the folders of the stages before it
