@@ -3,35 +3,8 @@
     python -m trainer.export --model_dir=RUN --export_dir=EXPORT_DIR
 
 writes `EXPORT_DIR/<next version>/` with `tfnlp.export.export_saved_model`
-and prints its path. `--model_dir` is one of:
-
-- a `trainer.finetune` run: the classifier, token classifier or span
-  extractor of its best checkpoint by the validation figure (else its
-  latest), with the labels, vocabulary,
-  lower-casing and sequence length the run recorded in `serving.json`;
-- a `trainer.pretrain` run: the encoder and its masked-LM head (encoder and
-  fill-mask signatures). Pretraining reads TFRecords, so give the
-  vocabulary of its data with `--vocab_file` unless the run was given one;
-- a `trainer.translate` run: the model (Transformer or LSTM) of its best checkpoint by
-  validation BLEU (else its latest), with a text-in/text-out
-  `serving_default` and `translate_ids`, decoding as the run recorded
-  (`--beam_size`, `--length_penalty`, ... override it);
-- a `trainer.distill` run: its student (BiLSTM or BERT) of its best
-  checkpoint by dev accuracy (else its latest), with a text-in
-  `serving_default` that gives what a BERT classifier's does (the BiLSTM's
-  word vocabulary in the graph, as an asset);
-- a Hugging Face BERT directory (`config.json`, `model.safetensors`,
-  `vocab.txt`): its encoder, with the masked-LM head when the checkpoint
-  has one. For a sentence-transformers model (`modules.json`) the pooled
-  output is its sentence embedding: its pooling (mean or [CLS]) and
-  normalization, and its `max_seq_length`.
-
-Flags given on the command line override what the model_dir records.
-`--notext_signatures` writes the ids signatures only: the export then holds
-no tensorflow-text op and loads in any TensorFlow Serving build.
-
-The trainers' `--export_dir` flags call `export_trained_model` below at
-the end of training.
+and prints its path; `run` says which model_dirs it exports. The trainers'
+`--export_dir` flags call `export_trained_model` at the end of training.
 """
 
 import logging
@@ -262,7 +235,35 @@ def run(flags):
 
     The run's serving record names its kind of model ("model"); a kind in
     `RUN_EXPORTERS` exports with its own function, any other kind (the BERT
-    runs, Hugging Face directories) with `export_bert_run`."""
+    runs, Hugging Face directories) with `export_bert_run`. `--model_dir` is
+    one of:
+
+    - a `trainer.finetune` run: the classifier, token classifier or span
+      extractor of its best checkpoint by the validation figure (else its
+      latest), with the labels, vocabulary, lower-casing and sequence
+      length the run recorded in `serving.json`;
+    - a `trainer.pretrain` run: the encoder and its masked-LM head (encoder
+      and fill-mask signatures). Pretraining reads TFRecords, so give the
+      vocabulary of its data with `--vocab_file` unless the run was given
+      one;
+    - a `trainer.translate` run: the model (Transformer or LSTM) of its best
+      checkpoint by validation BLEU (else its latest), with a
+      text-in/text-out `serving_default` and `translate_ids`, decoding as
+      the run recorded (`--beam_size`, `--length_penalty`, ... override it);
+    - a `trainer.distill` run: its student (BiLSTM or BERT) of its best
+      checkpoint by dev accuracy (else its latest), with a text-in
+      `serving_default` that gives what a BERT classifier's does (the
+      BiLSTM's word vocabulary in the graph, as an asset);
+    - a Hugging Face BERT directory (`config.json`, `model.safetensors`,
+      `vocab.txt`): its encoder, with the masked-LM head when the checkpoint
+      has one. For a sentence-transformers model (`modules.json`) the
+      pooled output is its sentence embedding: its pooling (mean or [CLS])
+      and normalization, and its `max_seq_length`.
+
+    Flags given on the command line override what the model_dir records.
+    `--notext_signatures` writes the ids signatures only: the export then
+    holds no tensorflow-text op and loads in any TensorFlow Serving build.
+    """
     record = run_files.read_serving_record(flags.model_dir)
     export = RUN_EXPORTERS.get(record.get("model"), export_bert_run)
     return export(flags, record)
