@@ -1,45 +1,11 @@
 """What the command lines of tfnlp's jobs, trainers and server share.
 
-- absl-style boolean flags: the Beam jobs (`pipelines`) and the trainers
-  (`trainer`) take the boolean flags of google-research/bert's scripts in
-  all their absl spellings: `--flag`, `--flag=true`, `--flag=False`,
-  `--noflag` (`add_boolean_flag`).
-- Config files: every `ArgumentParser` takes `--config_file=FILE`, a YAML
-  or JSON mapping from flag names (without dashes) to values; each value is
-  checked by its flag's own type and choices, flags on the command line
-  override the file, and a required flag the file gives is satisfied. The
-  trainers write their resolved flags into `MODEL_DIR/flags.yaml`
-  (`settings_text`), which `--config_file` reads back.
-- How a user's mistake is reported: a missing or unreadable input, an
-  output that cannot be written, a bad flag value. The entry points check
-  their flags and the paths they name before any work starts
-  (`check_input_file`, `check_input_directory`, `check_output_file`,
-  `check_output_directory`, or `UsageError` raised by their own checks),
-  and their `__main__` blocks call `run_main`, which prints such an error as
-  one line, `PROGRAM: error: MESSAGE`, and exits with status 2; with
-  `--verbose` on the command line, or `TFNLP_VERBOSE=1` in the environment,
-  the traceback comes first. `ArgumentParser` is argparse's parser with
-  that `--verbose` flag and one-line usage errors (argparse prints the
-  whole usage first, 20 lines for a trainer).
-- The output checks prove an output can be written by writing: they create
-  the directory (and its missing parents) and a probe file in it, which
-  they delete. `os.access` would not do: it says yes to root even on a
-  read-only file system.
-- The `tfnlp` command (`tfnlp_cli.commands`) runs each entry point's `main` within
-  `invoked_as("tfnlp SUBCOMMAND")`, so that its `--help` and errors name
-  the program the user typed.
-
+`ArgumentParser` (argparse's, with `--config_file`, `--verbose` and one-line
+errors), absl-style boolean flags (`add_boolean_flag`) and the shared flag
+helpers; the checks of input and output paths before any work starts
+(`check_input_file`, `check_output_directory`, ...); and `run_main`, which
+reports a user's mistake (`UsageError`) as one line and exit status 2.
 TensorFlow-free, so the Beam workers can import it.
-
-Example:
-
-    def main(argv=None):
-        flags = parse_flags(argv)  # a `command_line.ArgumentParser`
-        command_line.check_output_directory("--output_dir", flags.output_dir)
-        ...
-
-    if __name__ == "__main__":
-        command_line.run_main(main)
 """
 
 import argparse
@@ -125,7 +91,12 @@ def add_lower_case_flag(parser, default, when, name="do_lower_case", mode=""):
 
 
 def add_boolean_flag(parser, name, default, help_text):
-    """Adds `--name[=BOOL]` and `--noname` to `parser` (or an argument group)."""
+    """Adds `--name[=BOOL]` and `--noname` to `parser` (or an argument group).
+
+    The Beam jobs (`pipelines`) and the trainers (`trainer`) take the
+    boolean flags of google-research/bert's scripts in all their absl
+    spellings: `--flag`, `--flag=true`, `--flag=False`, `--noflag`.
+    """
     parser.add_argument(f"--{name}", type=boolean, nargs="?", const=True, default=default,
                         metavar="true|false", help=help_text)
     parser.add_argument(f"--no{name}", dest=name, action="store_false", help=argparse.SUPPRESS)
@@ -221,7 +192,8 @@ class ArgumentParser(argparse.ArgumentParser):
     default in `--help` (`HelpFormatter`) and errors of one line.
 
     A usage error prints `PROGRAM: error: MESSAGE`, pointing to `--help`,
-    then exits with status 2. `--verbose` (a flag of every tfnlp
+    then exits with status 2 (argparse prints the whole usage first, 20
+    lines for a trainer). `--verbose` (a flag of every tfnlp
     command line, absent from the namespace unless given) asks `run_main`
     for the traceback of an error; a parser that has a `--verbose` of its
     own replaces it by passing `conflict_handler="resolve"`.
@@ -499,6 +471,9 @@ def _bad_value(name, value, path, problem):
 def settings_text(settings, comment_lines=()):
     """YAML text of flag settings that `--config_file` reads back.
 
+    The trainers write their resolved flags into `MODEL_DIR/flags.yaml`
+    with it.
+
     Args:
         settings: a dict from flag names to values (`vars(flags)` of a
             parsed namespace: text, numbers, booleans, None).
@@ -532,6 +507,19 @@ def run_main(main, argv=None):
     traceback only if `--verbose` is in `argv` or `TFNLP_VERBOSE` is set to
     a true value; then the process exits with status 2. Any other
     exception, a bug, keeps its traceback (and exit status 1).
+
+    The entry points check their flags and the paths they name before any
+    work starts (`check_input_file`, `check_input_directory`,
+    `check_output_file`, `check_output_directory`, or `UsageError` raised
+    by their own checks), and their `__main__` blocks call `run_main`:
+
+        def main(argv=None):
+            flags = parse_flags(argv)  # a `command_line.ArgumentParser`
+            command_line.check_output_directory("--output_dir", flags.output_dir)
+            ...
+
+        if __name__ == "__main__":
+            command_line.run_main(main)
 
     Args:
         main: the entry point's `main(argv=None)`.
@@ -785,7 +773,11 @@ def _nearest_existing_ancestor(path):
 
 def _probe_directory(flag, path, directory):
     """Creates and deletes a file in `directory`, or raises `UsageError`
-    saying why it could not."""
+    saying why it could not.
+
+    Writing proves the output can be written; `os.access` would not do: it
+    says yes to root even on a read-only file system.
+    """
     try:
         descriptor, probe = tempfile.mkstemp(prefix=PROBE_FILE_PREFIX, dir=directory)
         os.close(descriptor)
