@@ -3,6 +3,7 @@ that load with TensorFlow and tensorflow-text alone."""
 
 import json
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -40,7 +41,9 @@ def tokenizer(data_dir):
 @pytest.fixture(scope="module")
 def model(tokenizer):
     # Large initial weights make the next-token distributions far from
-    # uniform, so prompts and seeds visibly change what is sampled.
+    # uniform, so prompts and seeds visibly change what is sampled; the
+    # seed makes them the same whatever ran before in this process.
+    keras.utils.set_random_seed(0)
     model = GPTCausalLM.from_preset("tiny", vocabulary_size=tokenizer.vocabulary_size,
                                     max_sequence_length=CONTEXT, initializer_range=0.5)
     model(np.zeros((1, 4), "int32"))
@@ -280,8 +283,8 @@ def test_a_seed_of_zero_reproduces_a_sample_alone_or_in_a_batch(signatures):
         tf.constant(["To be, or", "ROMEO:"]), **options(2, seed=[1, 0]))
     assert batch["completions"].numpy()[1] == alone["completions"].numpy()[0]
     randoms = signatures.generate_with_options(
-        tf.constant(["ROMEO:"] * 2), **options(2, seed=-1))["completions"].numpy()
-    assert randoms[0] != randoms[1]
+        tf.constant(["ROMEO:"] * 4), **options(4, seed=-1))["completions"].numpy()
+    assert len(set(randoms.tolist())) > 1
 
 
 def test_max_new_tokens_at_the_export_s_limit_and_past_it(repeats_a, tokenizer):
