@@ -104,9 +104,9 @@ def build_random_exports(folder, train_texts, student_layers, quick):
     from tfnlp.models import BertClassifier, BertConfig, BertEncoder, BiLSTMClassifier
     from tfnlp.text.word_tokenizer import (build_word_vocabulary, word_counts,
                                            write_word_vocabulary)
-    from trainer.distillation_models import (distilled_bert_classifier, export_student,
-                                             serving_record)
-    from trainer.export import export_trained_model
+    from trainer.tasks.distillation import (distilled_bert_classifier, export_student,
+                                            serving_record)
+    from trainer.bert_models import export_trained_model
 
     labels = ["0", "1"]
     checkpoint = None if quick else minilm_directory()

@@ -38,7 +38,7 @@ training text (`--data_dir` holds that job's output; without it the job
 runs into a temporary directory first, about 10 s) and a `TransformerSeq2Seq`
 preset `--preset` (tiny: 4 + 4 layers, width 128, 2.35 M parameters) with
 RANDOM weights, exported twice with
-`trainer.translation_models.export_translation_model`: version 1 greedy
+`trainer.tasks.translation.export_translation_model`: version 1 greedy
 (`beam_size` 1), version 2 beam search (`--beam_size` 4, GNMT length
 penalty, alpha 0.6), `max_length` 128. An untrained model rarely chooses
 EOS, so it generates every sentence up to its length bound, `ceil(a *
@@ -116,14 +116,14 @@ from benchmarks.translation_inputs import (
 )
 from tfnlp.data.translation_schema import EOS_ID, PAD_ID
 from tfnlp.losses import label_smoothed_cross_entropy
-from tfnlp.models.seq2seq import PRESETS, TransformerSeq2Seq
+from tfnlp.models.seq2seq import TRANSFORMER_PRESETS, TransformerSeq2Seq
 from tfnlp.models.seq2seq.generation import (
     DECODER_TOKEN_IDS,
     ENCODER_TOKEN_IDS,
     decoder_inputs,
 )
 from tfnlp.text import SentencePieceTokenizer
-from trainer.translation_models import export_translation_model
+from trainer.tasks.translation import export_translation_model
 
 def read_lines(path):
     with open(path, encoding="utf-8") as file:
@@ -202,7 +202,7 @@ def from_run(flags):
     """The model of a `trainer.translate` run (its best checkpoint, else the
     latest), its serving record and a description."""
     from trainer.run_files import read_serving_record
-    from trainer.translation_models import load_translation_model
+    from trainer.tasks.translation import load_translation_model
 
     model_dir = from_root(flags.model_dir)
     record = read_serving_record(model_dir)
@@ -381,7 +381,7 @@ def main(argv=None):
                              "serving.json names it), for the translate_ids reference; "
                              "without it only serving_default is measured")
     add_data_flags(parser)
-    parser.add_argument("--preset", default="tiny", choices=sorted(PRESETS))
+    parser.add_argument("--preset", default="tiny", choices=sorted(TRANSFORMER_PRESETS))
     parser.add_argument("--num_layers", type=int, default=0,
                         help="encoder and decoder blocks each (0: the preset's)")
     parser.add_argument("--train_steps", type=int, default=0,

@@ -108,7 +108,7 @@ from keras import ops
 from benchmarks.reporting import FIGURES_KEY, figure, machine_description, write_report
 from benchmarks.translation_inputs import SHARD_PATTERN, add_data_flags, shards_directory
 from tfnlp.losses import label_smoothed_cross_entropy
-from tfnlp.models.seq2seq import PRESETS, TransformerSeq2Seq
+from tfnlp.models.seq2seq import TRANSFORMER_PRESETS, TransformerSeq2Seq
 from tfnlp.models.seq2seq.generation import (
     DECODER_TOKEN_IDS,
     ENCODER_TOKEN_IDS,
@@ -165,7 +165,7 @@ class KerasHubSeq2Seq(keras.Model):
 
 
 def build_models(flags):
-    preset = PRESETS[flags.preset]
+    preset = TRANSFORMER_PRESETS[flags.preset]
     encoder_layers, decoder_layers = preset["num_encoder_layers"], preset["num_decoder_layers"]
     hidden_dim, num_heads = preset["hidden_dim"], preset["num_heads"]
     intermediate_dim = preset["intermediate_dim"]
@@ -437,7 +437,7 @@ def figures(results, main_case):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_data_and_timing_flags(parser, eager_rounds=2)
-    parser.add_argument("--preset", default="tiny", choices=sorted(PRESETS))
+    parser.add_argument("--preset", default="tiny", choices=sorted(TRANSFORMER_PRESETS))
     parser.add_argument("--num_layers", type=int, default=0,
                         help="encoder and decoder blocks each (0: the preset's)")
     parser.add_argument("--dropout", type=float, default=0.1)

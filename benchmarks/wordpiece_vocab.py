@@ -56,7 +56,7 @@ from tensorflow_text.tools.wordpiece_vocab import (
 )
 
 from benchmarks.reporting import FIGURES_KEY, figure, from_root, machine_description, write_report
-from pipelines import wordpiece_vocab, wordpiece_words
+from pipelines import wordpiece_vocab
 from tfnlp.text import normalization
 from tfnlp.text.bert_tokenizer import BertTokenizer
 from tfnlp.text.vocabulary import SPECIAL_TOKENS, load_vocabulary
@@ -133,8 +133,8 @@ def split_words(lines, lower_case, batch_size):
         strings = normalization.normalize(strings, lower_case)
         return tf_text.regex_split(
             strings,
-            delim_regex_pattern=wordpiece_words.WORD_DELIMITER,
-            keep_delim_regex_pattern=wordpiece_words.KEPT_DELIMITER,
+            delim_regex_pattern=wordpiece_vocab.WORD_DELIMITER,
+            keep_delim_regex_pattern=wordpiece_vocab.KEPT_DELIMITER,
         ).flat_values
 
     counts = collections.Counter()

@@ -1,7 +1,7 @@
 """Packing tokenized documents into fixed-length causal-LM windows.
 
 A stream is documents, each ending with its end-of-document id, in the
-order of their keys (`pipelines.lm_documents.document_key`). It is cut
+order of their keys (`pipelines.lm_data.document_key`). It is cut
 into windows of `sequence_length + 1` ids that overlap by one id: window
 `r` holds `stream[r * L : r * L + L + 1]` (`L = sequence_length`), so the
 model reads `ids[:-1]` and predicts `ids[1:]`, and every id of the stream
@@ -18,7 +18,7 @@ hold at least one window, `R` windows and `T` tokens:
 
 (`S` first ids are read but never predicted; each bucket drops fewer than
 `L + 1` ids: a bucket with fewer than `L + 1` ids is all tail.) The stats
-check it (`pipelines.lm_data_stats`).
+check it (`pipelines.lm_data.stats_from_counts`).
 
 `pack_stream` is that cut, as numpy; `PackLanguageModelRecords` the
 composite transform from tokenized documents to serialized records
@@ -114,7 +114,7 @@ class PackLanguageModelRecords(beam.PTransform):
 
     Applied to a PCollection of `(key, (ids, characters))` (each document's
     ids ending with its end-of-document id, as
-    `lm_documents.TokenizeLanguageModelDocuments` gives them), it spreads
+    `lm_data.TokenizeLanguageModelDocuments` gives them), it spreads
     the documents over `ceil(tokens / bucket_tokens)` buckets by key,
     concatenates each bucket's documents in key order and cuts the stream
     into windows (`pack_stream`). It returns two PCollections: the records

@@ -1,5 +1,8 @@
 """BERT pretraining data (masked LM + next sentence) with Apache Beam.
 
+Reads documents of raw text and a WordPiece vocabulary; writes TFRecord
+shards of pretraining instances and DIR/stats.json.
+
     python -m pipelines.pretraining_data \\
       --input_file=GLOB[,GLOB...] --vocab_file=vocab.txt --output_dir=DIR \\
       [--max_seq_length=128] [--dupe_factor=10] [--num_shards=N] [--gzip] \\
@@ -72,13 +75,13 @@ def parse_arguments(argv=None):
     parser.add_argument("--random_seed", type=int, default=12345,
                         help="Seeds every random choice (segments, masks, shuffling).")
     add_boolean_flag(parser, "do_whole_word_mask", False,
-                 "Mask whole words (every piece of a word) at once.")
+                     "Mask whole words (every piece of a word) at once.")
     parser.add_argument("--num_shards", type=int, default=0,
                         help="Number of output files (0: the runner decides).")
     add_gzip_flag(parser)
     add_boolean_flag(parser, "dynamic_masking", False,
-                 "Write unmasked sequences; tfnlp.data's reader masks them anew "
-                 "each epoch.")
+                     "Write unmasked sequences; tfnlp.data's reader masks them anew "
+                     "each epoch.")
     add_input_format_flag(parser, "one sentence a line, a blank line between documents",
                           "one document")
     parser.add_argument("--random_pool_tokens", type=int, default=2_000_000,
@@ -354,6 +357,28 @@ def stats_from_counts(counts, parameters):
     }
 
 
+def summary_line(stats, seconds):
+    """The line `job.run_job` logs: instances written, documents used,
+    mean instance length, mask rate and NSP random share."""
+    return (
+        f"Wrote {stats['instances']} instances from {stats['documents']['used']} "
+        f"documents to {stats['parameters']['output_dir']} in {seconds:.1f} s "
+        f"(mean length {stats['mean_instance_length']:.1f}, mask rate "
+        f"{stats['mask_rate']:.4f}, NSP random share {stats['nsp_random_share']:.3f})."
+    )
+
+
+def output_problems(stats):
+    """`(error, warnings)` for `job.run_job`: no instance is an error."""
+    if stats["instances"]:
+        return None, []
+    lines, documents = stats["lines"], stats["documents"]
+    return (f"wrote no instance: {documents['used']} of {documents['read']} documents "
+            f"used, from {lines['used']} of {lines['read']} lines read; check --input_file "
+            "and --input_format (text: one sentence a line, a blank line between "
+            "documents)"), []
+
+
 def build_pipeline(pipeline, read_documents, create_records, output_dir, num_shards,
                    gzip, parameters):
     """Adds the whole job to `pipeline`.
@@ -421,28 +446,6 @@ def build_pipeline(pipeline, read_documents, create_records, output_dir, num_sha
         | "Stats" >> beam.Map(stats_from_counts, parameters)
         | "WriteStats" >> job.WriteStats(os.path.join(output_dir, STATS_FILE))
     )
-
-
-def summary_line(stats, seconds):
-    """The line `job.run_job` logs: instances written, documents used,
-    mean instance length, mask rate and NSP random share."""
-    return (
-        f"Wrote {stats['instances']} instances from {stats['documents']['used']} "
-        f"documents to {stats['parameters']['output_dir']} in {seconds:.1f} s "
-        f"(mean length {stats['mean_instance_length']:.1f}, mask rate "
-        f"{stats['mask_rate']:.4f}, NSP random share {stats['nsp_random_share']:.3f})."
-    )
-
-
-def output_problems(stats):
-    """`(error, warnings)` for `job.run_job`: no instance is an error."""
-    if stats["instances"]:
-        return None, []
-    lines, documents = stats["lines"], stats["documents"]
-    return (f"wrote no instance: {documents['used']} of {documents['read']} documents "
-            f"used, from {lines['used']} of {lines['read']} lines read; check --input_file "
-            "and --input_format (text: one sentence a line, a blank line between "
-            "documents)"), []
 
 
 def main(argv=None):

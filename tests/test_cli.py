@@ -36,6 +36,7 @@ PYTHON_M_MODULES = {
     "translation-data": "pipelines.translation_data",
     "lm-data": "pipelines.lm_data",
     "distillation-data": "pipelines.distillation_data",
+    "train": "trainer.train",
     "pretrain": "trainer.pretrain",
     "finetune": "trainer.finetune",
     "translate": "trainer.translate",
@@ -71,6 +72,8 @@ MISTAKES = {
     "lm-data": ["--input_file={missing}", "--output_dir={output}"],
     "distillation-data": ["--labelled_file={missing}", "--teacher_export={text}",
                           "--output_dir={output}"],
+    "train": ["--task=language_model", "--train_data={missing}*", "--model_dir={output}",
+              "--train_steps=1"],
     "pretrain": ["--train_data={missing}*", "--model_dir={output}", "--global_batch_size=2",
                  "--train_steps=1", "--warmup_steps=0"],
     "finetune": ["--task=classification", "--train_data={missing}", "--vocab_file={text}",
@@ -255,14 +258,14 @@ def test_verbose_prints_the_traceback_first(paths, capsys):
 
 
 @pytest.mark.parametrize("arguments, message", [
-    (["pretrian"], "unknown command 'pretrian'; did you mean pretrain?"),
+    (["pretrian"], "unknown command 'pretrian'; did you mean pretrain or train?"),
     (["average_checkpoints"],
      "unknown command 'average_checkpoints'; did you mean average-checkpoints?"),
     (["averag"], "unknown command 'averag'; did you mean average-checkpoints?"),
     (["pipelines.wordpiece_vocab"], "did you mean wordpiece-vocab?"),
     (["xyz", "--help"], "unknown command 'xyz'; the commands are wordpiece-vocab, "
                         "pretraining-data, translation-data, lm-data, distillation-data, "
-                        "pretrain,"),
+                        "train, pretrain,"),
     ([], "no command given; expected one of wordpiece-vocab,"),
     (["--verbose"], "unrecognized arguments: --verbose."),
 ])

@@ -10,13 +10,15 @@ import logging
 import pytest
 import yaml
 
-from pipelines import wordpiece_vocab, wordpiece_vocab_flags
+from pipelines import wordpiece_vocab
 from tests.test_cli import PYTHON_M_MODULES
 from tests.trainer import helpers
 from tfnlp import command_line
 from tfnlp.command_line import UsageError, run_main
 from tfnlp_cli import commands
-from trainer import finetune_flags, pretrain_flags, run_files, translate_flags
+from trainer import run_files
+from trainer.tasks import bert_pretraining, finetuning
+from trainer.tasks import translation as translation_task
 
 PROGRAM = "python -m example"
 
@@ -193,7 +195,7 @@ def test_an_entry_point_reports_a_bad_file_in_one_line_with_status_2(tmp_path, c
 def test_a_beam_job_takes_its_flags_from_the_file_and_leaves_beam_options_to_beam(tmp_path):
     path = write(tmp_path, "vocab.yaml", "input_file: a.txt\noutput_file: v.txt\n"
                                          "vocab_size: 3000\nreserved_tokens: '[X],[Y]'\n")
-    flags, beam_arguments = wordpiece_vocab_flags.parse_arguments(
+    flags, beam_arguments = wordpiece_vocab.parse_arguments(
         ["--direct_num_workers=2", f"--config_file={path}", "--vocab_size=4000"])
     assert (flags.input_file, flags.output_file, flags.vocab_size) == ("a.txt", "v.txt", 4000)
     assert flags.reserved_tokens == ["[X]", "[Y]"]
@@ -230,16 +232,16 @@ def test_every_flag_shown_is_a_key_named_as_its_namespace_entry(monkeypatch):
 
 
 ROUND_TRIPS = {
-    "pretrain": (pretrain_flags.parse_flags, [
+    "pretrain": (bert_pretraining.parse_flags, [
         "--train_data=data/pretraining-*", "--model_dir=run", "--config=tiny",
         "--global_batch_size=32", "--train_steps=100", "--warmup_steps=10",
         "--learning_rate=1e-4", "--nodo_lower_case", "--jit_compile", "--mixed_precision=bfloat16",
         "--profile_steps=2,3", "--vocab_size=30522", "--verbose"]),
-    "finetune": (finetune_flags.parse_flags, [
+    "finetune": (finetuning.parse_flags, [
         "--task=classification", "--train_data=train.csv", "--vocab_file=vocab.txt",
         "--model_dir=run", "--init_checkpoint=pretrain", "--labels=no,yes",
         "--text_pair_column=hypothesis", "--epochs=2", "--verbose=1", "--clip_norm=0"]),
-    "translate": (translate_flags.parse_flags, [
+    "translate": (translation_task.parse_flags, [
         "--train_data=mt/train/translation-*", "--model_dir=run", "--model=rnn",
         "--attention=bahdanau", "--config=small", "--train_steps=4000", "--dropout=0.25",
         "--learning_rate=2e-3", "--stop_time_hours=1.5", "--length_penalty=none",
@@ -269,5 +271,5 @@ def test_a_run_from_a_config_file_writes_flags_that_repeat_it(tmp_path, capsys):
     assert commands.main(["pretrain", *arguments]) == 0
     assert [record["step"] for record in helpers.train_log(model_dir)] == [1, 2]
     written = f"--config_file={model_dir / run_files.FLAGS_FILE}"
-    assert pretrain_flags.parse_flags([written]) == pretrain_flags.parse_flags(arguments)
-    assert pretrain_flags.parse_flags([written]).do_lower_case is False
+    assert bert_pretraining.parse_flags([written]) == bert_pretraining.parse_flags(arguments)
+    assert bert_pretraining.parse_flags([written]).do_lower_case is False

@@ -66,25 +66,25 @@ BEAM_OPTIONS = {"--runner", "--project", "--region", "--temp_location", "--setup
 
 def flag_parser(subcommand):
     """The function that parses a subcommand's flags."""
-    import pipelines.distillation_data_flags
-    import pipelines.lm_data_flags
+    import pipelines.distillation_data
+    import pipelines.lm_data
     import pipelines.pretraining_data
-    import pipelines.wordpiece_vocab_flags
+    import pipelines.wordpiece_vocab
     import tfnlp.serve.__main__
-    import trainer.distill_flags
+    import trainer.tasks.distillation
     import trainer.export
-    import trainer.finetune_flags
-    import trainer.lm_flags
-    import trainer.pretrain_flags
+    import trainer.tasks.bert_pretraining
+    import trainer.tasks.finetuning
+    import trainer.tasks.language_model
     return {
-        "wordpiece-vocab": pipelines.wordpiece_vocab_flags.parse_arguments,
+        "wordpiece-vocab": pipelines.wordpiece_vocab.parse_arguments,
         "pretraining-data": pipelines.pretraining_data.parse_arguments,
-        "pretrain": trainer.pretrain_flags.parse_flags,
-        "finetune": trainer.finetune_flags.parse_flags,
-        "lm-data": pipelines.lm_data_flags.parse_arguments,
-        "lm": trainer.lm_flags.parse_flags,
-        "distillation-data": pipelines.distillation_data_flags.parse_arguments,
-        "distill": trainer.distill_flags.parse_flags,
+        "pretrain": trainer.tasks.bert_pretraining.parse_flags,
+        "finetune": trainer.tasks.finetuning.parse_flags,
+        "lm-data": pipelines.lm_data.parse_arguments,
+        "lm": trainer.tasks.language_model.parse_flags,
+        "distillation-data": pipelines.distillation_data.parse_arguments,
+        "distill": trainer.tasks.distillation.parse_flags,
         "export": trainer.export.parse_flags,
         "serve": tfnlp.serve.__main__.parse_flags,
     }[subcommand]

@@ -120,6 +120,8 @@ SUBCOMMANDS = (
     Subcommand("distillation-data", "pipelines.distillation_data",
                "Label a distillation transfer set with a fine-tuned teacher's logits (Beam).",
                run_beam_job, ("tensorflow", "apache_beam")),
+    Subcommand("train", "trainer.train",
+               "Train any registered task (--task=NAME) on tf.distribute."),
     Subcommand("pretrain", "trainer.pretrain",
                "Pretrain BERT (masked LM and next sentence) on tf.distribute."),
     Subcommand("finetune", "trainer.finetune",

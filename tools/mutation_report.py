@@ -130,8 +130,8 @@ MODULES = {
         preload_tests=False,
     ),
     "translation_models": Module(
-        "trainer/translation_models.py",
-        ("trainer/translation_models.py", "tests/trainer/test_translation_models.py",
+        "trainer/tasks/translation.py",
+        ("trainer/tasks/translation.py", "tests/trainer/test_translation_models.py",
          "tests/trainer/test_translate.py", "tests/trainer/test_translate_rnn.py",
          "tests/serve/test_translation_serving.py"),
         timeout_seconds=120,

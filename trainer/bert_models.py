@@ -17,7 +17,10 @@
   a Hugging Face directory, or new from a config;
 - `load_run_model(model_dir, checkpoint)`: a run's model with the weights of
   its latest (or a given) checkpoint; `huggingface_model(path)`: the model
-  of a Hugging Face directory.
+  of a Hugging Face directory;
+- `export_trained_model(model, export_dir, ...)`: a BERT model's SavedModel;
+  `export_bert_run(export_flags, record)`: a BERT run's or Hugging Face
+  directory's, as `trainer.export` asks.
 """
 
 import logging
@@ -26,6 +29,7 @@ import os
 import tensorflow as tf
 
 from tfnlp.command_line import UsageError
+from tfnlp.export import BertTextPreprocessor, export_saved_model
 from tfnlp.models import (
     BertClassifier,
     BertConfig,
@@ -35,13 +39,15 @@ from tfnlp.models import (
     BertTokenClassifier,
 )
 from tfnlp.models.bert import huggingface
-from trainer import run_files
+from tfnlp.text import BertTokenizer
+from trainer import finetune_data, run_files
 from trainer.checkpoints import best_checkpoint, find_checkpoint
 from trainer.run_flags import check_config_flag
 
 LOGGER = logging.getLogger(__name__)
 
-MODEL_KINDS = ("pretraining", "classification", "token_classification", "span")
+# The BERT models by the task that trains them (a run's serving.json "model").
+MODEL_KINDS = ("pretraining", *finetune_data.TASKS)
 
 
 def build_model(kind, encoder, num_labels=0, dropout=0.1, pooling="pooled_output"):
@@ -244,3 +250,144 @@ def load_run_model(model_dir, checkpoint=""):
     status.expect_partial()
     LOGGER.info("Restored %s from %s.", type(model).__name__, prefix)
     return model
+
+
+# ---------------------------------------------------------------------------
+# Exporting
+
+DEFAULT_SEQUENCE_LENGTH = 128
+
+
+def export_trained_model(model, export_dir, vocab_file=None, lower_case=True,
+                         sequence_length=DEFAULT_SEQUENCE_LENGTH, text_signatures=True,
+                         **options):
+    """Exports `model` to the next version of `export_dir`; returns its path.
+
+    Without `vocab_file` only the ids signatures are written (and a
+    pretraining model exports its encoder alone: fill-mask needs the
+    vocabulary). `options` go to `tfnlp.export.export_saved_model`.
+    """
+    preprocessor = None
+    if vocab_file:
+        preprocessor = BertTextPreprocessor(
+            BertTokenizer(vocab_file, lower_case=lower_case), sequence_length
+        )
+        check_inputs_fit(model.config, vocab_file, preprocessor.tokenizer.vocab_size,
+                         sequence_length)
+    elif isinstance(model, BertPretrainingModel):
+        LOGGER.warning(
+            "No vocabulary: exporting the encoder's ids signatures only (fill-mask "
+            "and text signatures need --vocab_file)."
+        )
+        model = model.encoder
+        options = {name: value for name, value in options.items()
+                   if name in ("pooling", "normalize")}
+    return export_saved_model(
+        model, export_dir, preprocessor, text_signatures=text_signatures, **options
+    )
+
+
+
+
+def sentence_transformers_options(model_dir):
+    """Pooling, normalization and sequence length of a sentence-transformers
+    directory (`modules.json`), or `{}` for a plain Hugging Face model."""
+    modules = run_files.read_json(os.path.join(model_dir, "modules.json"), [])
+    options = {}
+    for module in modules:
+        kind = module.get("type", "").rsplit(".", 1)[-1]
+        if kind == "Pooling":
+            pooling = run_files.read_json(
+                os.path.join(model_dir, module["path"], "config.json"), {})
+            if pooling.get("pooling_mode_mean_tokens"):
+                options["pooling"] = "mean"
+            elif pooling.get("pooling_mode_cls_token"):
+                options["pooling"] = "cls"
+            else:
+                raise UsageError(
+                    f"{model_dir}: the sentence-transformers pooling {pooling} is not "
+                    "supported; tfnlp exports mean and [CLS] pooling."
+                )
+        elif kind == "Normalize":
+            options["normalize"] = True
+    settings = run_files.read_json(os.path.join(model_dir, "sentence_bert_config.json"), {})
+    if modules and "max_seq_length" in settings:
+        options["sequence_length"] = settings["max_seq_length"]
+    return options
+
+
+def _huggingface_model(model_dir):
+    """The model of a Hugging Face directory and what its files say about
+    serving it (vocabulary, lower-casing, pooling, sequence length)."""
+    model = huggingface_model(model_dir)
+    record = {"model": "huggingface"}
+    vocab_file = os.path.join(model_dir, "vocab.txt")
+    if tf.io.gfile.exists(vocab_file):
+        record["vocab_file"] = vocab_file
+    tokenizer_config = run_files.read_json(os.path.join(model_dir, "tokenizer_config.json"), {})
+    if "do_lower_case" in tokenizer_config:
+        record["lower_case"] = bool(tokenizer_config["do_lower_case"])
+    options = sentence_transformers_options(model_dir)
+    if "sequence_length" in options:
+        record["sequence_length"] = options.pop("sequence_length")
+    record.update(options)
+    return model, record
+
+
+def load_trained_model(model_dir, checkpoint=""):
+    """The trained model of `model_dir` and its serving record.
+
+    Args:
+        model_dir: a trainer.pretrain or trainer.finetune run, or a Hugging
+            Face BERT directory.
+        checkpoint: a checkpoint prefix of the run (default: its latest).
+
+    Returns:
+        `(model, record)`, the record as `run_files.write_serving_record`
+        writes it (plus `pooling`/`normalize` for sentence-transformers
+        directories).
+    """
+    if huggingface.is_huggingface_directory(model_dir):
+        return _huggingface_model(model_dir)
+    return load_run_model(model_dir, checkpoint), run_files.read_serving_record(model_dir)
+
+
+def _first(*values):
+    return next((value for value in values if value is not None), None)
+
+
+def _signature_options(model, flags, record):
+    options = {}
+    if isinstance(model, (BertEncoder, BertPretrainingModel)):
+        options["pooling"] = _first(flags.pooling, record.get("pooling"), "pooler")
+        options["normalize"] = bool(_first(flags.normalize, record.get("normalize"), False))
+    if isinstance(model, BertPretrainingModel):
+        options.update(top_k=flags.top_k, max_masks=flags.max_masks)
+    if isinstance(model, BertSpanExtractor):
+        options["max_answer_length"] = flags.max_answer_length
+    if record.get("labels"):
+        options["labels"] = record["labels"]
+    return options
+
+
+def export_bert_run(flags, record):
+    """Exports a `trainer.pretrain` or `trainer.finetune` run, or a Hugging
+    Face BERT directory, with the flags' overrides of `record`."""
+    model, record = load_trained_model(flags.model_dir, flags.checkpoint)
+    vocab_file = _first(flags.vocab_file, record.get("vocab_file"))
+    if vocab_file is None and flags.text_signatures:
+        raise UsageError(
+            f"{flags.model_dir} records no vocabulary, and the text signatures need "
+            "one: give --vocab_file (the vocabulary the model was trained with), or "
+            "--notext_signatures to export the ids signatures only."
+        )
+    return export_trained_model(
+        model,
+        flags.export_dir,
+        vocab_file=vocab_file,
+        lower_case=bool(_first(flags.do_lower_case, record.get("lower_case"), True)),
+        sequence_length=_first(flags.max_seq_length, record.get("sequence_length"),
+                               DEFAULT_SEQUENCE_LENGTH),
+        text_signatures=flags.text_signatures,
+        **_signature_options(model, flags, record),
+    )

@@ -30,13 +30,32 @@ from tfnlp.data.distillation_schema import LABEL, TEACHER_LOGITS, TEXT
 from tfnlp.text import (build_word_vocabulary, pack_inputs, read_word_list, word_counts,
                         write_word_vocabulary)
 from trainer import finetune_data, length_buckets, run_files
-from trainer.distillation_models import VOCABULARY_FILE, read_labels
 
 LOGGER = logging.getLogger(__name__)
 
 INPUT_MASK = "input_mask"
+# The BiLSTM student's word vocabulary, in the run's model_dir.
+VOCABULARY_FILE = "vocabulary.txt"
 # Texts per batch when the vocabulary is counted.
 COUNTING_BATCH = 1024
+
+
+def read_labels(path):
+    """The label list of a `labels.json` file (a JSON list), or None when
+    there is no such file.
+
+    Raises:
+        ValueError: the file is not a JSON list.
+    """
+    labels = run_files.read_json(path)
+    if labels is None:
+        return None
+    if not isinstance(labels, list) or not labels:
+        raise ValueError(
+            f"{path} is not a JSON list of labels (class id = index); write it as "
+            '["negative", "positive"], or remove it to use the class ids as labels.'
+        )
+    return [str(label) for label in labels]
 
 
 def label_list(labels_file, train_files, num_classes):

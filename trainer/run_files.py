@@ -13,7 +13,7 @@ new trainer writes what `trainer.export` and users already know how to read:
 | `train_log.jsonl`, `eval_log.jsonl` | the custom loop | one JSON line per step / per evaluation (`JsonLog`) |
 | `ckpt-STEP.*`, `checkpoint` | `trainer.checkpoints` | `tf.train.Checkpoint`s |
 | `tensorboard/` | the trainers | TensorBoard logs: the hparams, and the `train/` and `eval/` runs (`eval/` only when the run evaluates) (`trainer.summaries`) |
-| `best/`, `best/best.json` | `trainer.translate` | the checkpoint of the best validation BLEU, its step and scores (named in `trainer.translation_models`) |
+| `best/`, `best/best.json` | `trainer.translate` | the checkpoint of the best validation BLEU, its step and scores (named in `trainer.checkpoints`) |
 | `.worker_checkpoints/`, `.worker_export/` | non-chief workers | scratch, deleted or ignored |
 """
 

@@ -18,10 +18,17 @@ from tfnlp.command_line import (
 )
 from tfnlp.data import tfrecord_files
 from tfnlp.data.file_patterns import match_patterns
-from trainer import length_buckets
+from trainer import length_buckets, run_files
 from trainer.distribution import STRATEGIES
 from trainer.optimization import OPTIMIZERS, SCHEDULES
 from trainer.runtime import MIXED_PRECISION
+
+
+def add_task_flag(group, names):
+    """Adds `--task`, the registered task the run trains (`trainer.train`):
+    one of `names`, the first by default."""
+    group.add_argument("--task", choices=names, default=names[0],
+                       help="The task to train (tfnlp train --task=NAME).")
 
 
 def add_model_dir_flag(group, contents="Checkpoints, TensorBoard logs and train_log.jsonl."):
@@ -301,6 +308,26 @@ def check_config_flag(config, presets, file_description):
     if config not in presets:
         check_input_file("--config", config,
                          f"a preset ({', '.join(presets)}) or {file_description}")
+
+
+def model_from_config_flag(model_class, config, **arguments):
+    """The model of `--config=config`: a preset of `model_class.presets`
+    (`from_preset`) or a JSON file of its constructor arguments, with
+    `arguments` (what the other flags and the data decide) on top.
+
+    Raises:
+        UsageError: the file does not hold a JSON object.
+    """
+    if config in model_class.presets:
+        return model_class.from_preset(config, **arguments)
+    sizes = run_files.read_json(config)
+    if not isinstance(sizes, dict):
+        raise UsageError(
+            f"--config={config!r} is neither a {model_class.__name__} preset "
+            f"({', '.join(sorted(model_class.presets))}) nor a JSON file of its "
+            'constructor arguments such as {"hidden_dim": 64, ...}.'
+        )
+    return model_class(**{**sizes, **arguments})
 
 
 @contextlib.contextmanager

@@ -101,7 +101,7 @@ def export_at_end(run, export, model, export_dir, **options):
     Args:
         run: the `Run`.
         export: the function `(model, export_dir, **options) -> path` of the
-            model family (`trainer.export.export_trained_model` for BERT).
+            model family (`trainer.bert_models.export_trained_model` for BERT).
         model: the trained model.
         export_dir: the base directory of the versioned exports.
         options: passed on to `export`.

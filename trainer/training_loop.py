@@ -105,7 +105,7 @@ class TrainingLoop:
 
     >>> import tensorflow as tf
     >>> from tfnlp.models import BertConfig, BertEncoder, BertPretrainingModel
-    >>> from trainer.tasks import BertPretrainingTask
+    >>> from trainer.tasks.bert_pretraining import BertPretrainingTask
     >>> strategy = tf.distribute.get_strategy()
     >>> model = BertPretrainingModel(
     ...     BertEncoder(BertConfig.preset("tiny", num_layers=1, vocab_size=50)))

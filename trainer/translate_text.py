@@ -33,9 +33,10 @@ from tfnlp.command_line import (
 from tfnlp.export.versions import version_paths
 from trainer import run_files, runtime
 from trainer.run_flags import add_checkpoint_flag
-from trainer.translate_flags import add_decoding_flags, check_decoding_flags
-from trainer.translation_models import (
+from trainer.tasks.translation import (
     DECODING_SETTINGS,
+    add_decoding_flags,
+    check_decoding_flags,
     load_translation_model,
     translation_signatures,
 )

@@ -17,14 +17,14 @@ from tests.export.helpers import run_in_new_process
 from tests.models.bert.numpy_bert_reference import bert_forward, mean_pooled_sentence_embedding
 from tests.models.bert.test_huggingface import minilm_path, real_sentences  # noqa: F401 (fixture)
 from tfnlp.text import BertTokenizer, pack_inputs
-from trainer import export
+from trainer import bert_models, export
 
 TOLERANCE = 1e-5
 
 
 def test_sentence_transformers_directory_exports_its_sentence_embedding(
         tmp_path, minilm_path, shared_data_dir):  # noqa: F811
-    assert export.sentence_transformers_options(str(minilm_path)) == {
+    assert bert_models.sentence_transformers_options(str(minilm_path)) == {
         "pooling": "mean", "normalize": True, "sequence_length": 256}
     # --max_seq_length overrides the model's 256 (and halves the reference's work).
     version_dir = export.main([f"--model_dir={minilm_path}", f"--export_dir={tmp_path / 'minilm'}",

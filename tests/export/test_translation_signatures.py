@@ -33,7 +33,7 @@ from tfnlp.export.translation_signatures import TranslationSignatures
 from tfnlp.models import RNNSeq2Seq
 from tfnlp.models.seq2seq.generation import DECODER_TOKEN_IDS, ENCODER_TOKEN_IDS
 from tfnlp.text import SentencePieceTokenizer
-from trainer.translate_flags import add_decoding_flags
+from trainer.tasks.translation import add_decoding_flags
 
 TRAINING_SENTENCES = [
     "A dog runs in the park.", "Ein Hund rennt im Park.",

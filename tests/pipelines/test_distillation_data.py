@@ -21,7 +21,7 @@ import tensorflow_text  # noqa: F401 (the export's text signature)
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 from apache_beam.testing.util import assert_that, equal_to
 
-from pipelines import distillation_data, distillation_data_stats, transfer_set
+from pipelines import distillation_data, transfer_set
 from pipelines.user_errors import user_error_message
 from pipelines.teacher_inference import (LabelTransferSet, TeacherBatches,
                                          TeacherModelHandler, describe_teacher_export)
@@ -29,7 +29,7 @@ from tfnlp.data import distillation_schema, example_proto
 from tfnlp.models import BertClassifier, BertConfig, BertEncoder
 from tfnlp.text import write_vocabulary
 from tfnlp.text.augmentation import TransferSetAugmenter
-from trainer.export import export_trained_model
+from trainer.bert_models import export_trained_model
 
 LABELS = ["negative", "positive"]
 WORDS = ("a the film movie good bad great dull fine boring fun plot was is not very "
@@ -392,7 +392,7 @@ def test_stats_refuse_texts_that_do_not_add_up():
     counts = {"labelled_examples": 3, "labelled_texts": 3, "labelled_selected": 3,
               "labelled_written": 2}
     with pytest.raises(RuntimeError, match="labelled texts are unaccounted for"):
-        distillation_data_stats.stats_from_counts(
+        distillation_data.stats_from_counts(
             counts, {}, report, {}, LABELS, {}, None, {})
 
 

@@ -14,10 +14,8 @@ import os
 
 import pytest
 
-from pipelines import (distillation_data_flags, distillation_data_stats, lm_data_flags,
-                       pretraining_data, text_input, translation_data_flags,
-                       translation_data_stats, wordpiece_vocab, wordpiece_vocab_flags,
-                       wordpiece_vocab_stats)
+from pipelines import (distillation_data, lm_data, pretraining_data, text_input,
+                       translation_data, wordpiece_vocab)
 from tfnlp import command_line
 from tfnlp.command_line import run_main
 from tfnlp.text.vocabulary import SPECIAL_TOKENS
@@ -28,7 +26,7 @@ JOBS = {
     "wordpiece-vocab": ("pipelines.wordpiece_vocab",
                         ["--input_file={text}", "--output_file={output}/vocab.txt",
                          "--vocab_size=100"],
-                        "--max_token_length", wordpiece_vocab_flags.parse_arguments),
+                        "--max_token_length", wordpiece_vocab.parse_arguments),
     "pretraining-data": ("pipelines.pretraining_data",
                          ["--input_file={text}", "--vocab_file={text}",
                           "--output_dir={output}"],
@@ -36,13 +34,13 @@ JOBS = {
     "translation-data": ("pipelines.translation_data",
                          ["--source_file={text}", "--target_file={text}",
                           "--output_dir={output}"],
-                         "--max_length", translation_data_flags.parse_arguments),
+                         "--max_length", translation_data.parse_arguments),
     "lm-data": ("pipelines.lm_data", ["--input_file={text}", "--output_dir={output}"],
-                "--sequence_length", lm_data_flags.parse_arguments),
+                "--sequence_length", lm_data.parse_arguments),
     "distillation-data": ("pipelines.distillation_data",
                           ["--labelled_file={text}", "--teacher_export={text}",
                            "--output_dir={output}"],
-                          "--teacher_batch_size", distillation_data_flags.parse_arguments),
+                          "--teacher_batch_size", distillation_data.parse_arguments),
 }
 # Runner options as Beam's own documentation writes them, each form once.
 BEAM_ARGUMENTS = [
@@ -151,20 +149,20 @@ def empty_outputs():
         {"max_seq_length": 128, "random_seed": 1}),
         "wrote no instance: 0 of 0 documents used, from 0 of 2 lines read; check "
         "--input_file and --input_format")
-    yield (translation_data_stats.output_problems, translation_data_stats.stats_from_counts(
+    yield (translation_data.output_problems, translation_data.stats_from_counts(
         {"pairs_read": 3, "pairs_dropped_too_long": 2, "pairs_dropped_length_ratio": 1},
         {"max_length": 8}, vocabulary={}, shards={}),
         "wrote no pair: 3 pairs read, all dropped (too_long 2, length_ratio 1); raise "
         "--max_length, or raise --max_length_ratio (0 turns it off)")
-    words = wordpiece_vocab_stats.word_statistics(
+    words = wordpiece_vocab.word_statistics(
         {"tokens": list(SPECIAL_TOKENS), "learned_size": 5, "words_used": 3}, 3, 0, 3,
         (3, 3))
-    yield (wordpiece_vocab.output_problems, wordpiece_vocab_stats.build_stats(
+    yield (wordpiece_vocab.output_problems, wordpiece_vocab.build_stats(
         words, {"output_file": "vocab.txt", "reserved_tokens": list(SPECIAL_TOKENS),
                 "max_token_length": 2, "max_unique_characters": 1000},
         dict.fromkeys(text_input.COUNTER_NAMES, 0) | {"lines_read": 1, "lines_used": 1}),
         "Learned no token from 3 words: each is longer than --max_token_length=2")
-    yield (distillation_data_stats.output_problems, {
+    yield (distillation_data.output_problems, {
         "records_written": 0, "unlabelled": None,
         "labelled": {"rows_read": 2, "rows_skipped": {"empty text": 1}, "rows_excluded": 1,
                      "rows_repeated": 0}},

@@ -1,6 +1,6 @@
 """Tests of the language-model data job, `pipelines.lm_data`, and of its
 composite transforms on `beam.Create` input: splitting, tokenizing and
-packing (`lm_documents`, `lm_packing`), and the stats (`lm_data_stats`).
+packing (`lm_data`, `lm_packing`), and the stats (`lm_data.stats_from_counts`).
 
 The references are built here, independently: the stream of a bucket is
 the documents' ids sorted by the SHA-256 of their text, each followed by
@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
-from pipelines import lm_data, lm_data_stats, lm_documents, lm_packing
+from pipelines import lm_data, lm_packing
 from tests.conftest import REPOSITORY
 from tests.text.language_model_tokenizers import TEXT, character_spec
 from tfnlp.data import example_proto
@@ -173,7 +173,7 @@ def test_a_bucket_must_hold_a_record():
 def split(texts, fraction):
     with beam.Pipeline() as pipeline:
         train, validation = (pipeline | beam.Create(texts)
-                             | lm_documents.SplitDocuments(fraction))
+                             | lm_data.SplitDocuments(fraction))
         for name, documents in (("train", train), ("validation", validation)):
             assert_that(documents | f"Texts{name}" >> beam.Values(), collected(name),
                         label=f"Keep{name}")
@@ -199,11 +199,11 @@ def test_a_document_is_held_out_only_strictly_below_the_fraction():
     def key(value):  # bytes 8-15 hold the value compared with the fraction
         return bytes(8) + value.to_bytes(8, "big") + bytes(16)
 
-    assert lm_documents.is_validation(key(2**62 - 1), 0.25)
-    assert not lm_documents.is_validation(key(2**62), 0.25)
+    assert lm_data.is_validation(key(2**62 - 1), 0.25)
+    assert not lm_data.is_validation(key(2**62), 0.25)
     # 0: none held out, not even the smallest key.
-    assert not lm_documents.is_validation(key(0), 0.0)
-    assert lm_documents.is_validation(key(0), 1e-9)
+    assert not lm_data.is_validation(key(0), 0.0)
+    assert lm_data.is_validation(key(0), 1e-9)
 
 
 def test_tokenizing_counts_documents_tokens_characters_and_unknowns():
@@ -211,8 +211,8 @@ def test_tokenizing_counts_documents_tokens_characters_and_unknowns():
     texts = ["abc\nab", "xa", "c"]
     with beam.Pipeline() as pipeline:
         tokenized, counts = (
-            pipeline | beam.Create([lm_documents.keyed(text) for text in texts])
-            | lm_documents.TokenizeLanguageModelDocuments(
+            pipeline | beam.Create([lm_data.keyed(text) for text in texts])
+            | lm_data.TokenizeLanguageModelDocuments(
                 pipeline | "Spec" >> beam.Create([spec]), "validation"))
         assert_that(tokenized | beam.Map(lambda d: (d[1][0].tolist(), d[1][1].tolist())),
                     equal_to([([4, 5, 6, 3, 4, 5, EOD], [1] * 7), ([1, 4, EOD], [1] * 3),
@@ -291,13 +291,13 @@ def test_stats_account_for_every_line_and_token(tmp_path):
 def test_stats_refuse_tokens_that_do_not_add_up():
     counts = {"train_tokens": 19, "train_packed_tokens": 19, "train_records": 2,
               "train_unpredicted_first_tokens": 1, "train_dropped_tail_tokens": 2}
-    assert lm_data_stats.split_statistics(counts, "train", 8)["records"] == 2
+    assert lm_data.split_statistics(counts, "train", 8)["records"] == 2
     for name, value in (("train_dropped_tail_tokens", 3), ("train_packed_tokens", 20),
                         ("train_unpredicted_first_tokens", 0)):
         with pytest.raises(RuntimeError, match="unaccounted"):
-            lm_data_stats.split_statistics({**counts, name: value}, "train", 8)
+            lm_data.split_statistics({**counts, name: value}, "train", 8)
     with pytest.raises(RuntimeError, match="lines are unaccounted"):
-        lm_data_stats.line_statistics({"lines_read": 3, "lines_used": 1,
+        lm_data.line_statistics({"lines_read": 3, "lines_used": 1,
                                        "lines_skipped_blank": 1})
 
 

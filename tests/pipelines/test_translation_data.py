@@ -1,7 +1,7 @@
 """Tests of the Beam translation-data job, `pipelines.translation_data`, and
 of its pieces: reading pairs (`pipelines.translation_pairs`), learning the
 SentencePiece model (`pipelines.sentencepiece_model`) and the composite
-transform `translation_records.TokenizeTranslationPairs` alone on
+transform `translation_data.TokenizeTranslationPairs` alone on
 `beam.Create` input.
 
 The real-data run is Multi30k En-De train (29,000 pairs) with
@@ -21,8 +21,7 @@ import tensorflow as tf
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.testing.util import assert_that, equal_to
 
-from pipelines import (sentencepiece_model, translation_data, translation_data_flags,
-                       translation_data_stats, translation_pairs, translation_records)
+from pipelines import sentencepiece_model, translation_data, translation_pairs
 from pipelines.beam_options import pipeline_options
 from pipelines.user_errors import UserError
 from tests.text.sentencepiece_models import (
@@ -108,7 +107,7 @@ def test_multi30k_pairs_are_all_accounted_for(multi30k_run):
     assert stats["pairs_read"] == 29_000
     assert stats["pairs_read"] == stats["pairs_kept"] + sum(stats["pairs_dropped"].values())
     assert stats["pairs_dropped_total"] == sum(stats["pairs_dropped"].values())
-    assert set(stats["pairs_dropped"]) == set(translation_data_stats.DROP_REASONS)
+    assert set(stats["pairs_dropped"]) == set(translation_data.DROP_REASONS)
     # Measured: nothing is longer than 128 ids or 9 times longer than its
     # translation, and both sides are always non-empty.
     assert stats["pairs_kept"] == stats["records_written"] == 29_000
@@ -308,7 +307,7 @@ def test_invalid_utf8_is_replaced_and_counted(tmp_path, model_file):
 
 
 def _tokenize_fn(model, max_length=128, ratio=9.0):
-    tokenize = translation_records._TokenizePairs(max_length, ratio)
+    tokenize = translation_data._TokenizePairs(max_length, ratio)
     tokenize.setup()
     tokenize.start_bundle()
     return lambda pair: list(tokenize.process(pair, model, model)), tokenize.counts
@@ -359,7 +358,7 @@ def test_tokenize_transform_counts_every_drop_reason(model, dedupe):
     def check_counts(results):
         [counts] = results
         dropped = {reason: counts[f"pairs_dropped_{reason}"]
-                   for reason in translation_records.TOKENIZE_DROP_REASONS}
+                   for reason in translation_data.TOKENIZE_DROP_REASONS}
         assert dropped == {"empty": 2, "too_long": 1, "length_ratio": 1,
                            "duplicate": 2 if dedupe else 0}
         assert counts["pairs_kept"] == len(expected)
@@ -373,7 +372,7 @@ def test_tokenize_transform_counts_every_drop_reason(model, dedupe):
     models = pipeline | "Model" >> beam.Create([model])
     records, counts = (
         pipeline | "Pairs" >> beam.Create(pairs)
-        | translation_records.TokenizeTranslationPairs(models, models, max_length=128,
+        | translation_data.TokenizeTranslationPairs(models, models, max_length=128,
                                                        dedupe=dedupe))
     assert_that(records, equal_to(expected), label="CheckRecords")
     assert_that(counts, check_counts, label="CheckCounts")
@@ -382,7 +381,7 @@ def test_tokenize_transform_counts_every_drop_reason(model, dedupe):
 
 def test_stats_refuse_unaccounted_pairs():
     with pytest.raises(RuntimeError, match="unaccounted"):
-        translation_data_stats.stats_from_counts(
+        translation_data.stats_from_counts(
             {"pairs_read": 3, "pairs_kept": 1, "pairs_dropped_empty": 1},
             {"max_length": 16}, vocabulary={}, shards={})
 
@@ -448,17 +447,17 @@ def test_a_given_model_with_other_special_ids_fails_before_the_job(
 
 def test_vocab_file_takes_one_model_shared_or_two(capsys):
     base = ["--source_file=a", "--target_file=b", "--output_dir=o"]
-    flags, beam_arguments = translation_data_flags.parse_arguments(
+    flags, beam_arguments = translation_data.parse_arguments(
         [*base, "--vocab_file=s.model,t.model", "--runner=DirectRunner"])
     assert flags.vocab_file == ["s.model", "t.model"] and not flags.shared_vocab
     assert beam_arguments == ["--runner=DirectRunner"]
-    flags, _ = translation_data_flags.parse_arguments([*base, "--vocab_file=m", "--shared_vocab"])
+    flags, _ = translation_data.parse_arguments([*base, "--vocab_file=m", "--shared_vocab"])
     assert flags.vocab_file == ["m"]
     for arguments in (["--vocab_file=m"], ["--vocab_file=a,b", "--shared_vocab"],
                       ["--vocab_file=m", "--vocab_size=100", "--shared_vocab"],
                       ["--max_length=1"], ["--max_length_ratio=0.5"]):
         with pytest.raises(SystemExit):
-            translation_data_flags.parse_arguments([*base, *arguments])
+            translation_data.parse_arguments([*base, *arguments])
     assert "SOURCE.model,TARGET.model" in capsys.readouterr().err
 
 

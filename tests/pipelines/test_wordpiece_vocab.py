@@ -22,7 +22,7 @@ from tensorflow_text.tools.wordpiece_vocab import (
     wordpiece_tokenizer_learner_lib as learner,
 )
 
-from pipelines import wordpiece_learner, wordpiece_vocab, wordpiece_vocab_flags
+from pipelines import wordpiece_learner, wordpiece_vocab
 from pipelines.beam_options import pipeline_options
 from tests.text.reference_bert_tokenizer import ReferenceBertTokenizer, wordpiece_split
 from tfnlp.text import SPECIAL_TOKENS, BertTokenizer, load_vocabulary
@@ -305,7 +305,7 @@ def test_cut_vocabulary_keeps_the_alphabet():
 
 
 def test_flags_and_beam_options_are_separated():
-    flags, beam_arguments = wordpiece_vocab_flags.parse_arguments(
+    flags, beam_arguments = wordpiece_vocab.parse_arguments(
         [
             "--input_file=a.txt,b/*.txt",
             "--output_file=gs://bucket/vocab.txt",
@@ -329,7 +329,7 @@ def test_flags_and_beam_options_are_separated():
         ["--vocab_size=100", "--input_format=csv"],
     ):
         with pytest.raises(SystemExit):
-            wordpiece_vocab_flags.parse_arguments(required + bad)
+            wordpiece_vocab.parse_arguments(required + bad)
 
 
 def test_learn_word_piece_vocabulary_transform_on_created_lines(shared_data_dir):
@@ -413,6 +413,6 @@ def test_absl_and_earlier_spellings_of_lower_case():
         (["--nolower_case"], False),
         (["--no-lower_case"], False),
     ):
-        flags, beam_arguments = wordpiece_vocab_flags.parse_arguments(required + spelling)
+        flags, beam_arguments = wordpiece_vocab.parse_arguments(required + spelling)
         assert flags.lower_case is expected, spelling
         assert beam_arguments == []

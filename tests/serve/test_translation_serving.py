@@ -1,6 +1,6 @@
 """Serving a translation export: a tiny `TransformerSeq2Seq` with a
 SentencePiece model learned by `pipelines.translation_data` on Multi30k,
-exported by `trainer.translation_models.export_translation_model`, behind
+exported by `trainer.tasks.translation.export_translation_model`, behind
 `tfnlp.serve` as TensorFlow Serving clients would call it.
 
 The weights are random: what is under test is the serving, not the
@@ -42,7 +42,7 @@ from tfnlp.serve.http_server import start_server
 from tfnlp.serve.load_test import run_load_test
 from tfnlp.serve.model_store import ModelStore
 from tfnlp.text import SentencePieceTokenizer
-from trainer.translation_models import export_translation_model
+from trainer.tasks.translation import export_translation_model
 
 MODEL_NAME = "translator"
 PREDICT = f"/v1/models/{MODEL_NAME}:predict"

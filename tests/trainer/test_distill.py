@@ -26,9 +26,9 @@ from tfnlp.serve.model_store import ModelStore
 from tfnlp.text import BertTokenizer, WordTokenizer, write_vocabulary
 from tfnlp.command_line import UsageError
 from trainer import average_checkpoints, distill, export
-from trainer.distillation_models import (distilled_bert_classifier, load_student,
-                                         teacher_output_word_vectors)
-from trainer.tasks.distillation import DistillationTask
+from trainer.tasks.distillation import (WORD_SEQUENCE_LENGTH, DistillationTask,
+                                        distilled_bert_classifier, load_student,
+                                        teacher_output_word_vectors)
 
 FILLER = "the a movie film plot story was is really very quite".split()
 POSITIVE, NEGATIVE = ["good", "great"], ["bad", "awful"]
@@ -464,7 +464,7 @@ def test_teacher_output_vectors_start_both_channels_of_the_bilstm(data, teacher_
     vocabulary = ["", "[UNK]"] + (model_dir / "vocabulary.txt").read_text().split()
     student = load_student(str(model_dir))
     preprocessor = BertTextPreprocessor(BertTokenizer(str(folder / "vocab.txt")),
-                                        distill.WORD_SEQUENCE_LENGTH)
+                                        WORD_SEQUENCE_LENGTH)
     expected = teacher_output_word_vectors(teacher, preprocessor, vocabulary)
     assert student.multichannel
     for embedding in (student.token_embedding, student.static_embedding):

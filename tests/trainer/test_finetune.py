@@ -30,7 +30,8 @@ from tfnlp.text.bert_tokenizer import BertTokenizer
 from tests.export.helpers import saved_model_cli
 from tests.test_readme import readme_commands
 from tests.trainer.helpers import tensorboard_values
-from trainer import export, finetune, finetune_data, summaries
+from trainer import bert_models, export, finetune, finetune_data, summaries
+from trainer.tasks import finetuning
 
 FILLER = "the a movie film book was is really very quite plot story".split()
 # Words of two WordPieces (film ##s, book ##s): only their first piece is labelled.
@@ -232,7 +233,7 @@ def huggingface(tmp_path_factory):
 
 
 def _flags(root, *extra):
-    return finetune.parse_flags([
+    return finetuning.parse_flags([
         "--task=classification", f"--train_data={root}/train.csv",
         f"--model_dir={root}/unused", *common_flags(root), *extra,
     ])
@@ -241,23 +242,23 @@ def _flags(root, *extra):
 def test_init_from_pretraining_dir_and_prefix_restores_the_encoder(root, pretrained):
     directory, expected = pretrained
     for path in (directory, directory / "ckpt-7"):
-        encoder, source = finetune.build_encoder(_flags(root, f"--init_checkpoint={path}"))
+        encoder, source = finetuning.build_encoder(_flags(root, f"--init_checkpoint={path}"))
         assert "ckpt-7" in source
         _assert_same_weights(expected, encoder)
 
 
 def test_init_from_huggingface_directory(root, huggingface):
     directory, expected = huggingface
-    encoder, source = finetune.build_encoder(_flags(root, f"--init_checkpoint={directory}"))
+    encoder, source = finetuning.build_encoder(_flags(root, f"--init_checkpoint={directory}"))
     assert "Hugging Face" in source
     _assert_same_weights(expected, encoder)
 
 
 def test_init_errors_say_what_to_pass(root, tmp_path):
     with pytest.raises(FileNotFoundError, match="without a TensorFlow checkpoint"):
-        finetune.build_encoder(_flags(root, f"--init_checkpoint={tmp_path}"))
+        finetuning.build_encoder(_flags(root, f"--init_checkpoint={tmp_path}"))
     with pytest.raises(FileNotFoundError, match="does not exist"):
-        finetune.build_encoder(_flags(root, f"--init_checkpoint={tmp_path}/ckpt-3"))
+        finetuning.build_encoder(_flags(root, f"--init_checkpoint={tmp_path}/ckpt-3"))
 
 
 # ---------------------------------------------------------------------------
@@ -334,7 +335,7 @@ def test_evaluations_every_n_steps_keep_the_best_checkpoint(root):
     evaluations = [float(value) for _, value in evaluations]
     assert best["accuracy"] == pytest.approx(max(evaluations))
     # trainer.export reads the best checkpoint (written without a save counter).
-    model, _ = export.load_trained_model(str(model_dir))
+    model, _ = bert_models.load_trained_model(str(model_dir))
     written = tf.train.load_variable(str(model_dir / "best" / "ckpt"),
                                      "model/classifier_dense/_kernel/.ATTRIBUTES/VARIABLE_VALUE")
     np.testing.assert_array_equal(model.classifier_dense.kernel.numpy(), written)
@@ -356,7 +357,7 @@ def test_stop_time_hours_ends_training_early_and_the_run_resumes(root):
 def test_a_run_of_the_earlier_fit_trainer_is_not_resumed(root, tmp_path):
     # Its checkpoints held the model and the step, with no optimizer beside them.
     tf.train.Checkpoint(step=tf.Variable(10, dtype=tf.int64)).save(str(tmp_path / "ckpt"))
-    with pytest.raises(finetune.UsageError, match="earlier fine-tuning trainer"):
+    with pytest.raises(finetuning.UsageError, match="earlier fine-tuning trainer"):
         finetune.main(classification_flags(root, tmp_path, "--train_steps=30"))
 
 
@@ -375,7 +376,7 @@ def assert_hparams_metrics_are_logged(model_dir, task):
     has the names of the `train` one), beside the learning rate."""
     hparams = tensorboard_values(str(model_dir))
     assert {"_hparams_/session_start_info", "_hparams_/experiment"} <= set(hparams)
-    declared = finetune.hparams_metrics(task)
+    declared = finetuning.hparams_metrics(task)
     train_names = [name for group, name in declared if group == "train"]
     assert train_names == [name for group, name in declared if group == "eval"]
     assert [summaries.scalar_tag(name) for name in train_names] == TASK_TAGS[task]

@@ -1,4 +1,4 @@
-"""`trainer.tasks.FineTuningTask`: its loss and metrics on a tiny BERT of
+"""`trainer.tasks.finetuning.FineTuningTask`: its loss and metrics on a tiny BERT of
 each kind, against NumPy, and the loss over two replicas' shares."""
 
 import numpy as np

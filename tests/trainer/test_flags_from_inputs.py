@@ -17,7 +17,9 @@ from tfnlp.data.file_names import STATS_FILE
 from tfnlp.models import BertConfig
 from tfnlp.models.bert.huggingface import huggingface_config_dict
 from tfnlp.text import write_vocabulary
-from trainer import distill_flags, finetune_flags, pretrain_flags, translate_flags
+from trainer.tasks import bert_pretraining, finetuning
+from trainer.tasks import distillation as distillation_task
+from trainer.tasks import translation as translation_task
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
@@ -54,8 +56,8 @@ def pretraining_flags(pretraining_data, model_dir, *extra):
 
 
 def checked_pretraining_flags(arguments):
-    flags = pretrain_flags.parse_flags(arguments)
-    pretrain_flags.check_paths(flags)
+    flags = bert_pretraining.parse_flags(arguments)
+    bert_pretraining.check_paths(flags)
     return flags
 
 
@@ -78,7 +80,7 @@ def test_the_vocabulary_replaces_the_vocab_size_of_a_config_file(pretraining_dat
     flags = checked_pretraining_flags(pretraining_flags(
         pretraining_data, tmp_path / "run", f"--config={config}"))
     assert flags.vocab_size == helpers.VOCAB_SIZE
-    assert pretrain_flags.bert_config(flags).vocab_size == helpers.VOCAB_SIZE
+    assert bert_pretraining.bert_config(flags).vocab_size == helpers.VOCAB_SIZE
 
 
 def test_pretrain_refuses_a_vocab_size_the_vocabulary_does_not_have_before_any_work(
@@ -170,10 +172,10 @@ def checked_finetuning_flags(tmp_path, *extra):
     vocab_file = tmp_path / "vocab.txt"
     if not vocab_file.exists():
         write_vocabulary_of(vocab_file, 30)
-    flags = finetune_flags.parse_flags([
+    flags = finetuning.parse_flags([
         "--task=classification", f"--train_data={tmp_path / 'train.csv'}",
         f"--vocab_file={vocab_file}", f"--model_dir={tmp_path / 'run'}", *extra])
-    finetune_flags.check_paths(flags)
+    finetuning.check_paths(flags)
     return flags
 
 
@@ -216,12 +218,12 @@ def test_distillation_refuses_a_bert_student_longer_than_the_teachers_positions(
     train_data = tmp_path / "train-00000-of-00001.tfrecord"
     with tf.io.TFRecordWriter(str(train_data)) as writer:
         writer.write(b"")
-    flags = distill_flags.parse_flags([
+    flags = distillation_task.parse_flags([
         f"--train_data={train_data}", f"--model_dir={tmp_path / 'run'}", "--student=bert",
         f"--teacher={checkpoint}", "--train_steps=1", "--max_seq_length=64"])
     with pytest.raises(UsageError, match="The sequence length 64 is longer than the model's "
                                          "max_position_embeddings=32"):
-        distill_flags.check_paths(flags)
+        distillation_task.check_paths(flags)
     assert_nothing_written(tmp_path / "run")
 
 
@@ -230,10 +232,10 @@ def test_distillation_refuses_a_bert_student_longer_than_the_teachers_positions(
 
 
 def checked_translation_flags(data_dir, *extra):
-    flags = translate_flags.parse_flags([
+    flags = translation_task.parse_flags([
         f"--train_data={data_dir / 'translation-*'}", f"--model_dir={data_dir / 'run'}",
         "--train_steps=1", *extra])
-    translate_flags.check_paths(flags)
+    translation_task.check_paths(flags)
     return flags
 
 
@@ -268,11 +270,10 @@ def unmasked_data(tmp_path_factory):
 
 def test_pretrain_masks_records_stored_unmasked_with_the_vocabularys_ids(
         pretraining_data, unmasked_data, tmp_path):
-    from trainer import pretrain
-
     flags = checked_pretraining_flags(pretraining_flags(
         {**pretraining_data, "train_data": unmasked_data}, tmp_path / "run"))
-    dataset = pretrain.dataset_function(flags, 8, training=True)(tf.distribute.InputContext())
+    dataset = bert_pretraining.dataset_function(flags, 8, training=True)(
+        tf.distribute.InputContext())
     batch = next(iter(dataset))
     weights = batch["masked_lm_weights"].numpy()
     # The share of the job's stats.json: 20% of 20 words, 4 predictions.

@@ -1,4 +1,4 @@
-"""`trainer.tasks.LanguageModelTask`: the causal-LM loss and its figures."""
+"""`trainer.tasks.language_model.LanguageModelTask`: the causal-LM loss and its figures."""
 
 import math
 

@@ -103,8 +103,11 @@ def test_tensorboard_has_the_figures_and_the_sampled_text(run_dir):
 def test_the_sampled_text_never_has_the_tokenizer_s_non_text_ids(data_dir):
     from tests.export.helpers import constant_language_model
     from tfnlp.text import load_language_model_tokenizer
-    from trainer.language_models import language_model_signatures, serving_record
-    from trainer.lm import SampleWriter
+    from trainer.tasks.language_model import (
+        SampleWriter,
+        language_model_signatures,
+        serving_record,
+    )
 
     # <unk> and <pad> are far likelier than "a" after any text.
     tokenizer = load_language_model_tokenizer(str(data_dir))

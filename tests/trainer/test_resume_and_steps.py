@@ -10,8 +10,9 @@ import pytest
 import tensorflow as tf
 
 from tests.trainer import helpers
-from trainer import optimization, pretrain
-from trainer.pretrain_flags import parse_flags
+from trainer import optimization
+from trainer.tasks import bert_pretraining
+from trainer.tasks.bert_pretraining import parse_flags
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +43,7 @@ def test_resumes_after_sigkill_like_an_uninterrupted_run(train_data, tmp_path):
 
 
 def run_in_process(train_data, model_dir, **overrides):
-    return pretrain.run(parse_flags(helpers.flags(train_data, model_dir, **overrides)))
+    return bert_pretraining.run(parse_flags(helpers.flags(train_data, model_dir, **overrides)))
 
 
 def test_accumulating_two_half_batches_equals_one_batch(train_data, tmp_path):

@@ -25,10 +25,14 @@ from tests.translation_helpers import (
     write_lines,
 )
 from tfnlp.command_line import UsageError
-from trainer import average_checkpoints, translate, translate_text
-from trainer.translate_flags import parse_flags
+from trainer import average_checkpoints, translate_text
+from trainer.tasks import translation as translation_task
+from trainer.tasks.translation import (
+    load_translation_model,
+    parse_flags,
+    translation_signatures,
+)
 from trainer.translation_eval import Translator
-from trainer.translation_models import load_translation_model, translation_signatures
 
 TRAIN_PAIRS, EVAL_PAIRS = 400, 32
 TRAIN_STEPS, EVAL_EVERY_STEPS = 60, 20
@@ -226,7 +230,7 @@ def test_average_checkpoints_refuses_more_checkpoints_than_the_run_kept(single_r
 def test_a_missing_shard_glob_names_the_flag(data, tmp_path):
     arguments = trainer_flags(data, str(tmp_path / "run"), train_data=str(tmp_path / "none-*"))
     with pytest.raises(FileNotFoundError, match="--train_data"):
-        translate.run(parse_flags(arguments))
+        translation_task.run(parse_flags(arguments))
 
 
 def test_translate_text_matches_the_export_and_keeps_blank_lines(single_run, data, tmp_path):
@@ -267,23 +271,23 @@ def test_training_pairs_longer_than_max_length_are_counted_and_reported(data, ca
     # Both edges: pairs of exactly max_length (not counted) and one past it.
     assert {max_length, max_length + 1} <= set(lengths)
     with caplog.at_level("WARNING", logger="trainer.translate"):
-        assert translate.report_long_pairs(files, max_length) == expected
+        assert translation_task.report_long_pairs(files, max_length) == expected
     assert (f"{expected} of the {len(lengths)} training pairs are longer than "
             f"--max_length={max_length}") in caplog.text
 
 
 def test_shards_whose_stats_rule_out_long_pairs_are_not_read(data, monkeypatch):
     files = sorted(tf.io.gfile.glob(data["train"]))
-    monkeypatch.setattr(translate, "count_long_pairs", lambda *arguments: pytest.fail(
+    monkeypatch.setattr(translation_task, "count_long_pairs", lambda *arguments: pytest.fail(
         "the shards were read although their stats.json says max_length=128"))
-    assert translate.report_long_pairs(files, max_length=128) == 0
-    assert translate.report_long_pairs(files, max_length=129) == 0
+    assert translation_task.report_long_pairs(files, max_length=128) == 0
+    assert translation_task.report_long_pairs(files, max_length=129) == 0
 
 
 def test_shards_whose_stats_allow_pairs_one_id_too_long_are_read(data, monkeypatch):
     files = sorted(tf.io.gfile.glob(data["train"]))
     counted = []
-    monkeypatch.setattr(translate, "count_long_pairs", lambda files, max_length: (
+    monkeypatch.setattr(translation_task, "count_long_pairs", lambda files, max_length: (
         counted.append(max_length) or (0, TRAIN_PAIRS)))
-    assert translate.report_long_pairs(files, max_length=127) == 0
+    assert translation_task.report_long_pairs(files, max_length=127) == 0
     assert counted == [127]  # stats.json says max_length=128: they may hold such pairs

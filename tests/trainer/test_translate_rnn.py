@@ -19,8 +19,7 @@ from tests.translation_helpers import (
     trainer_flags,
 )
 from tfnlp.models import TransformerSeq2Seq
-from trainer.translate_flags import parse_flags
-from trainer.translation_models import load_translation_model
+from trainer.tasks.translation import load_translation_model, parse_flags
 
 
 @pytest.fixture(scope="module")

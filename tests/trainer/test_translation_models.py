@@ -1,4 +1,4 @@
-"""`trainer.translation_models` and its users on a run written here (no
+"""The runs of `trainer.tasks.translation` and their users on a run written here (no
 training): the model the flags build, the serving record and the decoder
 built from it, the best checkpoint, and the model that `load_translation_model`,
 `trainer.translate_text` and `trainer.export` restore, with the decoding
@@ -19,15 +19,16 @@ import tensorflow as tf
 
 from tests.translation_helpers import TINY_SIZES, dictionary_word_model, write_lines
 from tfnlp import decoding
+from tfnlp.command_line import UsageError
 from tfnlp.models import RNNSeq2Seq, TransformerSeq2Seq
 from tfnlp.text import SentencePieceTokenizer
 from trainer import export, translate_text
-from trainer.translate_flags import parse_flags
 from trainer.checkpoints import BEST_DIRECTORY, BEST_FILE, best_checkpoint
-from trainer.translation_models import (
+from trainer.tasks.translation import (
     build_translation_model,
     load_translation_model,
     make_decoder,
+    parse_flags,
     run_config,
     serving_record,
     translation_signatures,
@@ -199,8 +200,8 @@ def test_errors_name_the_config_the_run_and_the_flag_to_fix(run_dir, tmp_path):
     not_sizes.write_text("[64]")
     flags = parse_flags(["--train_data=shards-*", f"--model_dir={tmp_path / 'run'}",
                          "--train_steps=1", "--model=rnn", f"--config={not_sizes}"])
-    with pytest.raises(FileNotFoundError, match=(
-            r"neither a rnn preset \(base, small, tiny\) nor a JSON file of RNNSeq2Seq")):
+    with pytest.raises(UsageError, match=(
+            r"neither a RNNSeq2Seq preset \(base, small, tiny\) nor a JSON file of its")):
         build_translation_model(flags, vocabulary_size=40)
     with pytest.raises(FileNotFoundError, match=(
             r"has no config.json: it is not the model_dir of a `python -m trainer.translate`")):
@@ -260,7 +261,7 @@ def test_export_of_a_run_decodes_its_best_model_as_recorded_unless_a_flag_says_o
                         text_signatures=text_signatures)
         return export_dir
 
-    monkeypatch.setattr(export, "export_translation_model", export_spy)
+    monkeypatch.setattr("trainer.tasks.translation.export_translation_model", export_spy)
     export.main([f"--model_dir={run_dir.path}", f"--export_dir={tmp_path / 'export'}",
                  "--notext_signatures", *[f"--{name}={value}" for name, value in given.items()]])
     assert exported["record"] == {"model": "translation", "vocab_file": exported["record"][

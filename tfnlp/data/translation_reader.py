@@ -306,8 +306,8 @@ def translation_dataset(
     batch per step, so `max_tokens_per_batch` is per replica, as fairseq's
     `--max-tokens` is per GPU (a trainer holding a global budget passes
     `input_context.get_per_replica_batch_size(global_max_tokens)`, as
-    `trainer.pretrain.dataset_function` does with its batch size); with
-    `experimental_distribute_dataset`,
+    `trainer.tasks.bert_pretraining.dataset_function` does with its batch
+    size); with `experimental_distribute_dataset`,
     which splits each batch across the replicas, pass a
     `batch_size_multiple` that the replica count divides.
 

@@ -1,8 +1,8 @@
 """The translation loss: label-smoothed cross-entropy over target tokens.
 
 A plain function of the targets and the logits, written with `keras.ops`,
-so the custom `tf.distribute` loop (`trainer.tasks.TranslationTask`) can
-divide the summed loss by the target tokens of the GLOBAL batch itself, as
+so the custom `tf.distribute` loop (`trainer.tasks.translation.TranslationTask`)
+can divide the summed loss by the target tokens of the GLOBAL batch itself, as
 it does for the BERT losses.
 """
 

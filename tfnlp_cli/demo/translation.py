@@ -31,7 +31,7 @@ from tfnlp.models.seq2seq import DECODER_TOKEN_IDS, ENCODER_TOKEN_IDS
 from tfnlp.text import SentencePieceTokenizer
 from trainer import translate
 from trainer.run_files import CONFIG_FILE, read_json
-from trainer.translation_models import load_translation_model
+from trainer.tasks.translation import load_translation_model
 
 SOURCE, TARGET = "en", "de"
 # The demo's model: the "tiny" preset's width with half its layers, so that

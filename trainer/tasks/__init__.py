@@ -1,22 +1,14 @@
-"""Training tasks: what the custom loop of `trainer.training_loop` needs to
-know about one model family (its loss, its per-batch sums, its metrics).
+"""Training tasks, one module per family, registered by name.
 
-`TrainingTask` (`task.py`) declares every member the loop calls.
-`BertPretrainingTask` (masked LM and next sentence, `trainer.pretrain`),
-`TranslationTask` (label-smoothed cross-entropy of an encoder-decoder,
-`trainer.translate`), `DistillationTask` (a student classifier on a
-teacher's logits or on gold labels, `trainer.distill`) and
-`FineTuningTask` (BERT classification, token classification and spans,
-`trainer.finetune`) follow it; a new
-family adds a module here and a trainer entry point that runs it
-(`trainer.runtime.train_run`).
+A family's module holds its flags and their checks, how it builds its
+model, data, loss, metrics and evaluator, the loop-level task of
+`trainer.training_loop` (`task.TrainingTask`), and how a run of it is
+loaded and exported; it registers itself with `registry.register_task`.
+`trainer.train` and `trainer.export` find it by name.
 """
 
-from trainer.tasks.bert_pretraining import BertPretrainingTask
-from trainer.tasks.distillation import DistillationTask
-from trainer.tasks.finetuning import FineTuningTask
+from trainer.tasks.registry import TaskEntry, get_task, register_task, task_names
 from trainer.tasks.task import TrainingTask, check_task
-from trainer.tasks.translation import TranslationTask
 
-__all__ = ["BertPretrainingTask", "DistillationTask", "FineTuningTask", "TrainingTask",
-           "TranslationTask", "check_task"]
+__all__ = ["TaskEntry", "TrainingTask", "check_task", "get_task", "register_task",
+           "task_names"]

@@ -37,7 +37,7 @@ class TrainingTask(typing.Protocol):
     Example:
 
     >>> from tfnlp.models import TransformerSeq2Seq
-    >>> from trainer.tasks import TranslationTask
+    >>> from trainer.tasks.translation import TranslationTask
     >>> model = TransformerSeq2Seq.from_preset(
     ...     "tiny", vocabulary_size=50, num_encoder_layers=1, num_decoder_layers=1)
     >>> isinstance(TranslationTask(model), TrainingTask)

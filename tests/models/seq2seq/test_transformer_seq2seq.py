@@ -8,7 +8,7 @@ from tests.model_test_helpers import check_model
 from tests.models.seq2seq.seq2seq_batches import random_batch, teacher_forced_greedy
 from tfnlp.decoding import GreedySearch
 from tfnlp.models import TransformerSeq2Seq, decoder_inputs
-from tfnlp.models.seq2seq import PRESETS
+from tfnlp.models.seq2seq import TRANSFORMER_PRESETS
 
 VOCABULARY = 61
 
@@ -152,10 +152,10 @@ def test_presets_have_the_published_sizes():
     model = TransformerSeq2Seq.from_preset("tiny", vocabulary_size=100)
     assert (model.num_encoder_layers, model.num_decoder_layers, model.hidden_dim,
             model.num_heads, model.intermediate_dim) == (4, 4, 128, 4, 256)
-    assert PRESETS["small"] == dict(  # the recipe of docs/TRANSLATION.md
+    assert TRANSFORMER_PRESETS["small"] == dict(  # the recipe of docs/TRANSLATION.md
         num_encoder_layers=3, num_decoder_layers=3, hidden_dim=256, num_heads=4,
         intermediate_dim=512)
-    assert PRESETS["base"] == dict(
+    assert TRANSFORMER_PRESETS["base"] == dict(
         num_encoder_layers=6, num_decoder_layers=6, hidden_dim=512, num_heads=8,
         intermediate_dim=2048)
     with pytest.raises(ValueError, match="presets are"):

@@ -9,7 +9,7 @@ from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.position_embedding import PositionEmbedding
 from tfnlp.layers.transformer_encoder_block import TransformerEncoderBlock
 from tfnlp.models.bert import huggingface
-from tfnlp.models.bert.bert_config import BertConfig
+from tfnlp.models.bert.bert_config import BERT_PRESETS, BertConfig
 from tfnlp.models.model_config import model_config, model_from_config
 
 # The encoder's inputs: the first three features of a pretraining record
@@ -61,8 +61,7 @@ class BertEncoder(keras.Model):
     Example:
 
     >>> import numpy as np
-    >>> config = BertConfig.preset("tiny", vocab_size=100, num_layers=1)
-    >>> encoder = BertEncoder(config)
+    >>> encoder = BertEncoder.from_preset("tiny", vocab_size=100, num_layers=1)
     >>> outputs = encoder({
     ...     "input_ids": np.array([[2, 7, 9, 3, 0]], "int32"),
     ...     "input_mask": np.array([[1, 1, 1, 1, 0]], "int32"),
@@ -76,6 +75,9 @@ class BertEncoder(keras.Model):
           Transformers for Language Understanding](
           https://arxiv.org/abs/1810.04805)
     """
+
+    #: The released BERT sizes: name -> `BertConfig` fields.
+    presets = BERT_PRESETS
 
     def __init__(self, config, dtype=None, **kwargs):
         if isinstance(config, dict):
@@ -194,6 +196,12 @@ class BertEncoder(keras.Model):
     def token_embedding_matrix(self):
         """The `(vocab_size, hidden_size)` token embedding variable."""
         return self.token_embedding.embeddings
+
+    @classmethod
+    def from_preset(cls, name, dtype=None, **overrides):
+        """A new encoder of preset `name` (a key of `presets`); `overrides`
+        change its `BertConfig` fields, such as `vocab_size=8000`."""
+        return cls(BertConfig.preset(name, **overrides), dtype=dtype)
 
     @classmethod
     def from_huggingface(cls, path, config_overrides=None, dtype=None, **kwargs):

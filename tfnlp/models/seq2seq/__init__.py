@@ -11,7 +11,7 @@
 
 Models of this family follow the step contract of `tfnlp.decoding`
 (`initial_cache`, `decode_step`) so one set of decoders serves them all;
-their presets are named dicts of constructor arguments (`PRESETS`,
+their presets are named dicts of constructor arguments (`TRANSFORMER_PRESETS`,
 `RNN_PRESETS`); the loss is in `tfnlp.losses.translation_losses`.
 """
 
@@ -22,4 +22,4 @@ from tfnlp.models.seq2seq.generation import (
     decoder_inputs,
 )
 from tfnlp.models.seq2seq.rnn_seq2seq import ATTENTIONS, RNN_PRESETS, RNNSeq2Seq
-from tfnlp.models.seq2seq.transformer_seq2seq import PRESETS, TransformerSeq2Seq
+from tfnlp.models.seq2seq.transformer_seq2seq import TRANSFORMER_PRESETS, TransformerSeq2Seq

@@ -19,7 +19,7 @@ POSITION_ENCODINGS = ("sinusoidal", "learned")
 # on Multi30k after 150 epochs on GPUs (Wu et al., 2021); small: 3+3 layers
 # of width 256, the one that reaches validation BLEU 35 on Multi30k within
 # an hour on two CPU cores (docs/TRANSLATION.md); base: Vaswani et al.'s base model.
-PRESETS = {
+TRANSFORMER_PRESETS = {
     "tiny": dict(num_encoder_layers=4, num_decoder_layers=4, hidden_dim=128, num_heads=4,
                  intermediate_dim=256),
     "small": dict(num_encoder_layers=3, num_decoder_layers=3, hidden_dim=256, num_heads=4,
@@ -183,11 +183,11 @@ class TransformerSeq2Seq(Seq2SeqModel):
                 epsilon=layer_norm_epsilon, dtype=policy, name="decoder_layer_norm")
         self.build()
 
-    presets = PRESETS
+    presets = TRANSFORMER_PRESETS
 
     @classmethod
     def from_preset(cls, name, vocabulary_size, **overrides):
-        """A model of the sizes of preset `name` (a key of `PRESETS`: "tiny",
+        """A model of the sizes of preset `name` (a key of `TRANSFORMER_PRESETS`: "tiny",
         "small", "base"); `overrides` change any constructor argument."""
         return super().from_preset(name, vocabulary_size=vocabulary_size, **overrides)
 
