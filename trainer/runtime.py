@@ -172,7 +172,7 @@ class TrainingParts:
         model: the Keras model, built in the strategy's scope with every
             variable created (so that checkpoints restore into it).
         optimizer: its optimizer, built on the model's variables.
-        task: the `trainer.tasks.TrainingTask` of the model.
+        task: the `trainer.training_loop.TrainingTask` of the model.
         dataset_function: `seed -> (input_context -> tf.data.Dataset)`, the
             training data for `distribute_datasets_from_function`.
         config: the model's config for `config.json` (a JSON dict).

@@ -1,26 +1,95 @@
 """The custom `tf.distribute` training loop, for any task.
 
-`TrainingLoop` holds the distributed train and eval steps of a task's model
-(and why they are not `keras.Model.fit`'s), `train` the host loop that runs
-them on a `LoopSchedule`, logs, evaluates and saves checkpoints, and
-`SumMetrics` the task's metrics added up over the global batch.
+`TrainingTask` is what the loop asks of a task; `TrainingLoop` holds the
+distributed train and eval steps of a task's model (and why they are not
+`keras.Model.fit`'s), `train` the host loop that runs them on a
+`LoopSchedule`, logs, evaluates and saves checkpoints, and `SumMetrics` the
+task's metrics added up over the global batch.
 """
 
 import dataclasses
 import logging
 import math
 import time
+import typing
 
 import keras
 import tensorflow as tf
 
 from trainer import optimization
 from trainer.progress import Progress
-from trainer.tasks.task import check_task
 
 LOGGER = logging.getLogger(__name__)
 
 SUM = tf.distribute.ReduceOp.SUM
+
+
+@typing.runtime_checkable
+class TrainingTask(typing.Protocol):
+    """What the training loop calls on a task.
+
+    Attributes:
+        model: the Keras model, built under the strategy's scope.
+        sum_names: the names of the float32 scalars that `sums` returns,
+            with at least "examples" and "tokens" (for the throughput).
+
+    Methods:
+        forward(batch, training): the model's outputs on a batch (the model
+            called on the batch, or on inputs the task derives from it).
+        batch_totals(batch): a dict of scalar counts whose sums over the
+            global batch normalise the loss (the loop all-reduces them).
+        loss(batch, outputs, totals): this replica's share of the loss of
+            the global batch, `totals` being the global `batch_totals`.
+        sums(batch, outputs): the summed losses, correct predictions and
+            counts of a (micro-)batch, keyed by `sum_names`; the loop adds
+            them up over micro-batches and replicas.
+        results(totals): the metrics of sums added up over steps, on the
+            host (floats), with "loss" among them.
+        step_record(sums): the figures of one step's `train_log.jsonl`
+            line besides "step", "loss", "learning_rate" and
+            "gradient_norm".
+
+    Example:
+
+    >>> from tfnlp.models import TransformerSeq2Seq
+    >>> from trainer.tasks.translation import TranslationTask
+    >>> model = TransformerSeq2Seq.from_preset(
+    ...     "tiny", vocabulary_size=50, num_encoder_layers=1, num_decoder_layers=1)
+    >>> isinstance(TranslationTask(model), TrainingTask)
+    True
+    """
+
+    model: typing.Any
+    sum_names: tuple
+
+    def forward(self, batch, training=None): ...
+
+    def batch_totals(self, batch): ...
+
+    def loss(self, batch, outputs, totals): ...
+
+    def sums(self, batch, outputs): ...
+
+    def results(self, totals): ...
+
+    def step_record(self, sums): ...
+
+
+def check_task(task):
+    """Raises TypeError naming the members of `TrainingTask` that `task`
+    lacks."""
+    missing = [name for name in MEMBERS if not hasattr(task, name)]
+    if missing:
+        raise TypeError(
+            f"{type(task).__name__} is not a training task: it lacks {', '.join(missing)}. "
+            "A task gives the loop every member of trainer.training_loop.TrainingTask."
+        )
+
+
+# The protocol's attributes and methods, in the order they are declared.
+MEMBERS = (*TrainingTask.__annotations__,
+           *(name for name, value in vars(TrainingTask).items()
+             if callable(value) and not name.startswith("_")))
 
 
 class SumMetrics:
@@ -65,7 +134,7 @@ class TrainingLoop:
     a `tf.function`.
 
     The task. What is particular to a model family comes from a task
-    object that has every member of `trainer.tasks.TrainingTask` (the
+    object that has every member of `trainer.training_loop.TrainingTask` (the
     model, its forward pass, the loss normalisers, the loss, the summed
     figures of a batch, the metrics derived from them and the per-step log
     record); the loop checks them when it is built.
@@ -86,7 +155,7 @@ class TrainingLoop:
 
     Args:
         strategy: the `tf.distribute.Strategy`.
-        task: the training task (`trainer.tasks.TrainingTask`).
+        task: the training task (`trainer.training_loop.TrainingTask`).
         optimizer: a Keras optimizer (possibly a `LossScaleOptimizer`),
             built on `task.model.trainable_variables`.
         gradient_accumulation_steps: micro-batches per replica batch; the

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainer.tasks import TrainingTask
+from trainer.training_loop import TrainingTask
 from trainer.tasks.language_model import LanguageModelTask
 
 VOCABULARY = 7
