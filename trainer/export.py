@@ -22,8 +22,7 @@ from tfnlp.export.bert_signatures import POOLINGS
 from trainer import run_files, runtime
 from trainer.bert_models import DEFAULT_SEQUENCE_LENGTH, export_bert_run
 from trainer.run_flags import add_checkpoint_flag, check_counts
-from trainer.tasks.registry import get_task
-from trainer.tasks.translation import add_decoding_flags, check_decoding_flags
+from trainer.tasks.registry import get_task, task_entries
 
 LOGGER = logging.getLogger("trainer.export")
 
@@ -65,8 +64,9 @@ def export_parser():
                         help="Fill-mask: masks predicted per example.")
     parser.add_argument("--max_answer_length", type=int, default=30,
                         help="Span extraction: the longest answer, in tokens.")
-    add_decoding_flags(parser.add_argument_group("translation (default: as the run recorded)"),
-                       recorded=True)
+    for entry in task_entries():
+        if entry.add_export_flags:
+            entry.add_export_flags(parser)
     return parser
 
 
@@ -77,7 +77,9 @@ def parse_flags(argv=None):
     given = [name for name in ("max_seq_length", "top_k", "max_masks", "max_answer_length")
              if getattr(flags, name) is not None]
     check_counts(parser, flags, positive=given)
-    check_decoding_flags(parser, flags)
+    for entry in task_entries():
+        if entry.check_export_flags:
+            entry.check_export_flags(parser, flags)
     return flags
 
 

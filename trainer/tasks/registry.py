@@ -33,6 +33,11 @@ class TaskEntry:
         export_run: `(export_flags, record) -> path`, exporting a run of the
             task (`trainer.export`'s flags and the run's serving record).
         command: the `tfnlp` command that trains it (`tfnlp lm`).
+        add_export_flags: None, or `parser -> None`: the task's own flags of
+            `trainer.export` (decoding settings, ...), which default to None,
+            "as the run recorded".
+        check_export_flags: None, or `(parser, flags) -> None`: exits
+            through `parser.error` on a bad value of those flags.
     """
 
     names: tuple
@@ -42,6 +47,8 @@ class TaskEntry:
     run: typing.Callable
     export_run: typing.Callable
     command: str = ""
+    add_export_flags: typing.Callable = None
+    check_export_flags: typing.Callable = None
 
     @property
     def name(self):
@@ -71,6 +78,12 @@ def task_names():
     """Every registered task name, in registration order."""
     _import_task_modules()
     return tuple(_TASKS)
+
+
+def task_entries():
+    """Every registered `TaskEntry` once, in registration order."""
+    _import_task_modules()
+    return tuple({id(entry): entry for entry in _TASKS.values()}.values())
 
 
 def get_task(name):

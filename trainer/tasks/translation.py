@@ -662,10 +662,19 @@ def export_translation_run(flags, record):
                                     text_signatures=flags.text_signatures)
 
 
+def add_export_flags(parser):
+    """The decoding flags of `trainer.export`, "as the run recorded" unless
+    given."""
+    add_decoding_flags(parser.add_argument_group("translation (default: as the run recorded)"),
+                       recorded=True)
+
+
 TASK = register_task(TaskEntry(
     names=("translation",),
     summary="A Transformer or LSTM encoder-decoder translating sentence pairs.",
     parse_flags=parse_flags, check_paths=check_paths, run=run,
     export_run=export_translation_run,
     command="translate",
+    add_export_flags=add_export_flags,
+    check_export_flags=check_decoding_flags,
 ))
