@@ -245,25 +245,6 @@ def create_optimizer(
     return optimizer
 
 
-def optimizer_from_flags(flags, model=None, **arguments):
-    """`create_optimizer` with the loop training flags of
-    `trainer.run_flags` (`--optimizer`, `--learning_rate`, `--train_steps`,
-    `--warmup_steps`, `--weight_decay`, `--mixed_precision`,
-    `--ema_momentum`) and the
-    trainer's own `arguments` (the schedule, the Adam moments)."""
-    return create_optimizer(
-        flags.optimizer,
-        learning_rate=flags.learning_rate,
-        train_steps=flags.train_steps,
-        warmup_steps=flags.warmup_steps,
-        weight_decay=flags.weight_decay,
-        model=model,
-        mixed_precision=flags.mixed_precision,
-        ema_momentum=flags.ema_momentum,
-        **arguments,
-    )
-
-
 def _weights_and_averages(optimizer):
     """The `(weight, moving average)` pairs of an optimizer built with
     `ema_momentum` (looking through a LossScaleOptimizer); none without."""

@@ -18,7 +18,7 @@ from tfnlp.command_line import (
 )
 from tfnlp.data import tfrecord_files
 from tfnlp.data.file_patterns import match_patterns
-from trainer import length_buckets, run_files
+from trainer import length_buckets, optimization, run_files
 from trainer.distribution import STRATEGIES
 from trainer.optimization import OPTIMIZERS, SCHEDULES
 from trainer.runtime import MIXED_PRECISION
@@ -308,6 +308,25 @@ def check_config_flag(config, presets, file_description):
     if config not in presets:
         check_input_file("--config", config,
                          f"a preset ({', '.join(presets)}) or {file_description}")
+
+
+def optimizer_from_flags(flags, model=None, **arguments):
+    """`optimization.create_optimizer` with the loop training flags
+    (`--optimizer`, `--learning_rate`, `--train_steps`,
+    `--warmup_steps`, `--weight_decay`, `--mixed_precision`,
+    `--ema_momentum`) and the
+    trainer's own `arguments` (the schedule, the Adam moments)."""
+    return optimization.create_optimizer(
+        flags.optimizer,
+        learning_rate=flags.learning_rate,
+        train_steps=flags.train_steps,
+        warmup_steps=flags.warmup_steps,
+        weight_decay=flags.weight_decay,
+        model=model,
+        mixed_precision=flags.mixed_precision,
+        ema_momentum=flags.ema_momentum,
+        **arguments,
+    )
 
 
 def model_from_config_flag(model_class, config, **arguments):

@@ -50,6 +50,7 @@ from trainer.run_flags import (
     first_data_record,
     flag_text,
     match_data_files,
+    optimizer_from_flags,
     value_from_inputs,
 )
 from trainer.tasks.registry import TaskEntry, register_task
@@ -631,7 +632,7 @@ def build_training(flags, run):
                                     flags.gradient_accumulation_steps)
     config = bert_config(flags)
     model = build_model("pretraining", BertEncoder(config))
-    optimizer = optimization.optimizer_from_flags(flags)
+    optimizer = optimizer_from_flags(flags)
     _build(model, optimizer, flags)  # Every variable exists before restoring.
     evaluator = None
     if flags.eval_data:

@@ -33,7 +33,7 @@ from tfnlp.models.bert.bert_encoder import ENCODER_INPUTS
 from tfnlp.models.bilstm.bilstm_classifier import POOLINGS
 from tfnlp.text import BertTokenizer, WordTokenizer, align_word_vectors
 from tfnlp.text.word_vectors import WORD_VECTOR_FORMATS
-from trainer import length_buckets, optimization, runtime
+from trainer import length_buckets, runtime
 from trainer.bert_models import (
     check_inputs_fit,
     check_sequence_fits,
@@ -68,6 +68,7 @@ from trainer.run_flags import (
     check_tfrecord_flag,
     match_data_files,
     model_from_config_flag,
+    optimizer_from_flags,
 )
 from trainer.tasks.registry import TaskEntry, register_task
 from trainer.training_loop import evaluate
@@ -986,7 +987,7 @@ def build_training(flags, run):
               if flags.bucket_boundaries.strip() and flags.strategy != "tpu" else None)
     inputs = StudentInputs(tokenizer, sequence_length, widths)
     record = serving_record(flags.student, labels, sequence_length, lower_case, vocab_file)
-    optimizer = optimization.optimizer_from_flags(flags, model,
+    optimizer = optimizer_from_flags(flags, model,
                                                   schedule=flags.learning_rate_schedule)
     optimizer.build(model.trainable_variables)
     best = BestCheckpoint(flags.model_dir, "accuracy", higher_is_better=True, chief=run.chief)

@@ -20,7 +20,7 @@ from tfnlp.export.saved_model import write_next_version
 from tfnlp.models.gpt import GPTCausalLM
 from tfnlp.text import load_language_model_tokenizer
 from tfnlp.visualization import markdown_table
-from trainer import optimization, run_files, runtime
+from trainer import run_files, runtime
 from trainer.checkpoints import BestCheckpoint, read_run_config, restore_run_model
 from trainer.run_flags import (
     add_adam_beta_2_flag,
@@ -41,6 +41,7 @@ from trainer.run_flags import (
     check_run_flags,
     match_data_files,
     model_from_config_flag,
+    optimizer_from_flags,
 )
 from trainer.tasks.registry import TaskEntry, register_task
 from trainer.training_loop import evaluate
@@ -433,7 +434,7 @@ def build_training(flags, run):
                                    vocabulary_size=tokenizer.vocabulary_size)
     model.check_positions(sequence_length, "The data's sequence_length")
     model(tf.zeros([1, sequence_length], tf.int32))  # Every variable exists before restoring.
-    optimizer = optimization.optimizer_from_flags(
+    optimizer = optimizer_from_flags(
         flags, model, beta_2=flags.adam_beta_2, schedule=flags.learning_rate_schedule)
     optimizer.build(model.trainable_variables)
     record = serving_record(tokenizer_dir, sequence_length, model.max_sequence_length)

@@ -34,7 +34,7 @@ from tfnlp.models.seq2seq import (
     decoder_inputs,
 )
 from tfnlp.text import SentencePieceTokenizer
-from trainer import optimization, runtime
+from trainer import runtime
 from trainer.checkpoints import read_run_config, restore_run_model
 from trainer.run_files import read_json
 from trainer.run_flags import (
@@ -55,6 +55,7 @@ from trainer.run_flags import (
     check_run_flags,
     match_data_files,
     model_from_config_flag,
+    optimizer_from_flags,
 )
 from trainer.tasks.registry import TaskEntry, register_task
 from trainer.training_loop import evaluate
@@ -574,7 +575,7 @@ def build_training(flags, run):
     if run.chief:
         report_long_pairs(train_files, flags.max_length)
     model = build_translation_model(flags, tokenizer.vocabulary_size)
-    optimizer = optimization.optimizer_from_flags(
+    optimizer = optimizer_from_flags(
         flags, model, beta_2=flags.adam_beta_2, epsilon=1e-9,
         schedule=flags.learning_rate_schedule)
     optimizer.build(model.trainable_variables)
