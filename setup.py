@@ -53,8 +53,13 @@ BENCH_REQUIRES = [
     "tokenizers>=0.23,<1",
 ]
 
+# `--runner=dask`: a job on a dask.distributed cluster. `pip install tfnlp[dask]`.
+DASK_REQUIRES = ["apache-beam[dask]>=2.77,<3"]
+
 TEST_REQUIRES = [
     "pytest>=9,<10",
+    # tests/pipelines run the jobs on a local Dask cluster.
+    *DASK_REQUIRES,
     # The references of the parity tests: keras-hub's layers and models,
     # Hugging Face's tokenizer (and the benchmarks' tests run them).
     *BENCH_REQUIRES,
@@ -99,6 +104,6 @@ setuptools.setup(
     package_data={DEMO_DATA_PACKAGE: ["tinyshakespeare.txt", "README.md"]},
     install_requires=INSTALL_REQUIRES,
     entry_points={"console_scripts": ["tfnlp = tfnlp_cli.commands:main"]},
-    extras_require={"test": TEST_REQUIRES, "bench": BENCH_REQUIRES,
+    extras_require={"test": TEST_REQUIRES, "bench": BENCH_REQUIRES, "dask": DASK_REQUIRES,
                     "mutation": MUTATION_REQUIRES, "profile": PROFILE_REQUIRES},
 )

@@ -19,7 +19,10 @@ from tfnlp.command_line import UsageError
 LOCAL_RUNNER = "FnApiRunner"
 # Modules whose `PipelineOptions` classes Beam defines only with their runner.
 RUNNER_OPTIONS_MODULES = ("apache_beam.runners.dask.dask_runner",)
-DASK_RUNNER = "apache_beam.runners.dask.dask_runner.DaskRunner"
+# `--runner` names of tfnlp's own: Dask's runner with what a multi-output
+# job needs (`pipelines.dask_runner`).
+RUNNER_ALIASES = {"dask": "pipelines.dask_runner.DaskRunner",
+                  "daskrunner": "pipelines.dask_runner.DaskRunner"}
 # The pip extra of Beam that a runner's module path needs, by a word in it.
 RUNNER_EXTRAS = {"dask": "dask", "dataflow": "gcp", "interactive": "interactive"}
 # Beam's runner classes by their class name in lower case, where
@@ -44,6 +47,9 @@ def pipeline_options(beam_arguments):
     standard_options = options.view_as(StandardOptions)
     if standard_options.runner is None:
         standard_options.runner = LOCAL_RUNNER
+    elif isinstance(standard_options.runner, str):
+        standard_options.runner = RUNNER_ALIASES.get(standard_options.runner.lower(),
+                                                     standard_options.runner)
     return options
 
 
@@ -135,7 +141,8 @@ def check_runner(name):
             cannot be loaded (with the pip extra it needs, if any).
     """
     lowered = name.lower()
-    path = RUNNER_PATHS.get(lowered, RUNNER_PATHS.get(lowered + "runner", name))
+    path = RUNNER_ALIASES.get(lowered) or RUNNER_PATHS.get(
+        lowered, RUNNER_PATHS.get(lowered + "runner", name))
     if "." not in path:
         close = difflib.get_close_matches(name, StandardOptions.KNOWN_RUNNER_NAMES, n=1,
                                           cutoff=0.85)
@@ -143,7 +150,7 @@ def check_runner(name):
             f"--runner={name} is not a runner Beam knows"
             + (f" (did you mean {close[0]}?)" if close else "")
             + f"; name one of {', '.join(StandardOptions.KNOWN_RUNNER_NAMES)}, or a runner "
-            f"class by its module path, as Dask's --runner={DASK_RUNNER} (which needs "
+            "class by its module path; --runner=dask runs on a Dask cluster (which needs "
             'pip install "apache-beam[dask]")')
     module_name, class_name = path.rsplit(".", 1)
     try:

@@ -259,9 +259,13 @@ def objects_frozen():
 
 def counter_totals(result):
     """`{name: value}` of the job's Beam counters (namespace
-    `METRICS_NAMESPACE`), summed over steps, as the runner reports them."""
+    `METRICS_NAMESPACE`), summed over steps, as the runner reports them;
+    None from a runner that reports no metrics (Dask's)."""
     totals = {}
-    counters = result.metrics().query(MetricsFilter().with_namespace(METRICS_NAMESPACE))
+    try:
+        counters = result.metrics().query(MetricsFilter().with_namespace(METRICS_NAMESPACE))
+    except NotImplementedError:
+        return None
     for counter in counters["counters"]:
         name = counter.key.metric.name
         value = counter.committed if counter.committed is not None else counter.attempted
@@ -295,6 +299,9 @@ def runner_report(result):
     step's time, slowest first."""
     lines = []
     counters = counter_totals(result)
+    if counters is None:
+        lines.append("The runner reports no counters or stage times; stats.json holds "
+                     "the job's counts.")
     if counters:
         lines.append("Beam counters: " + ", ".join(
             f"{name}={value:,}" for name, value in counters.items()))

@@ -25,6 +25,7 @@ from pipelines import distillation_data, transfer_set
 from pipelines.user_errors import user_error_message
 from pipelines.teacher_inference import (LabelTransferSet, TeacherBatches,
                                          TeacherModelHandler, describe_teacher_export)
+from tests.pipelines.conftest import dask_arguments
 from tfnlp.data import distillation_schema, example_proto
 from tfnlp.models import BertClassifier, BertConfig, BertEncoder
 from tfnlp.text import write_vocabulary
@@ -195,17 +196,28 @@ def test_stats_account_for_every_row_and_text(job_run):
     assert teacher["labels"] == LABELS and stats["shards"]["num_shards"] == 2
 
 
-def test_the_same_bytes_with_one_or_two_worker_processes(job_run, inputs, teacher_export,
-                                                         tmp_path):
-    _, baseline, _ = job_run
-    output_dir = tmp_path / "two-workers"
-    distillation_data.main(job_arguments(
-        inputs, teacher_export, output_dir, "--direct_num_workers=2",
-        "--direct_running_mode=multi_processing"))
+def without_paths(stats, output_dir):
+    """The stats without the Beam arguments and with `output_dir` as DIR."""
+    stats = json.loads(json.dumps(stats).replace(str(output_dir), "DIR"))
+    stats["parameters"].pop("beam_arguments")
+    return stats
+
+
+@pytest.mark.parametrize("runner", ["two-workers", "dask"])
+def test_the_same_bytes_with_one_or_two_worker_processes_and_on_dask(
+        runner, job_run, inputs, teacher_export, tmp_path, request):
+    stats, baseline, _ = job_run
+    output_dir = tmp_path / runner
+    beam_arguments = (
+        dask_arguments(request.getfixturevalue("dask_scheduler")) if runner == "dask"
+        else ["--direct_num_workers=2", "--direct_running_mode=multi_processing"])
+    runner_stats = distillation_data.main(job_arguments(inputs, teacher_export, output_dir,
+                                                        *beam_arguments))
     shards = sorted(path.name for path in baseline.glob("train-*"))
     assert shards == ["train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord"]
     for name in shards:
         assert (output_dir / name).read_bytes() == (baseline / name).read_bytes(), name
+    assert without_paths(runner_stats, output_dir) == without_paths(stats, baseline)
 
 
 def test_the_export_records_its_labels_and_logits(teacher_export):

@@ -93,9 +93,8 @@ def test_an_unknown_argument_is_refused_before_any_work(name, case, paths, capsy
         "job flag": (f"{misspelt(flag)}=64", f"did you mean {flag}?"),
         "Beam option": ("--direct_num_worker=2", "did you mean --direct_num_workers?"),
         "value": ("64", "'64': a value without its flag"),
-        "runner": ("--runner=DaskRunner", "DirectRunner, ", "FlinkRunner, ",
-                   "SparkRunner, ",
-                   "--runner=apache_beam.runners.dask.dask_runner.DaskRunner (which needs "
+        "runner": ("--runner=DuskRunner", "DirectRunner, ", "FlinkRunner, ",
+                   "SparkRunner, ", "--runner=dask runs on a Dask cluster (which needs "
                    "pip install \"apache-beam[dask]\")"),
     }[case]
     line = refusal(name, [argument], paths, capsys)

@@ -1,6 +1,6 @@
 """End-to-end tests of the Beam pretraining-data job on real and bad input,
 and of its composite transform, `CreatePretrainingRecords`, alone on
-`beam.Create` input. `test_portable_runner.py` runs the job on Beam's
+`beam.Create` input. `test_runners.py` runs the job on Beam's
 portable runner."""
 
 import collections

@@ -24,6 +24,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from pipelines import sentencepiece_model, translation_data, translation_pairs
 from pipelines.beam_options import pipeline_options
 from pipelines.user_errors import UserError
+from tests.pipelines.conftest import dask_arguments
 from tests.text.sentencepiece_models import (
     multi30k_job_run, multi30k_lines, multi30k_shared_model, train_model)
 from tfnlp.data import example_proto, translation_schema
@@ -163,23 +164,27 @@ def test_records_hold_the_in_graph_tokenizer_ids_of_every_pair(
     assert written == expected
 
 
-def test_same_bytes_with_one_or_two_worker_processes(shared_data_dir, tmp_path):
+def test_same_bytes_with_one_or_two_worker_processes_and_on_dask(shared_data_dir, tmp_path,
+                                                                 dask_scheduler):
     pairs = multi30k_pairs(shared_data_dir, 1500)
     pairs += pairs[:20]  # duplicates, for --dedupe
     source, target = write_pairs(tmp_path, pairs)
     outputs, stats = {}, {}
-    for workers in (1, 2):
+    for workers, beam_arguments in (
+            (1, ["--direct_num_workers=1", "--direct_running_mode=multi_processing"]),
+            (2, ["--direct_num_workers=2", "--direct_running_mode=multi_processing"]),
+            ("dask", dask_arguments(dask_scheduler))):
         output = tmp_path / f"workers_{workers}"
         stats[workers] = run_job(
             output, *aligned_arguments(source, target), "--vocab_size=600",
-            "--dedupe", "--num_shards=3", "--max_length=24",
-            f"--direct_num_workers={workers}", "--direct_running_mode=multi_processing")
+            "--dedupe", "--num_shards=3", "--max_length=24", *beam_arguments)
         outputs[workers] = {path.name: path.read_bytes() for path in output.iterdir()
                             if path.name != "stats.json"}
     assert sorted(outputs[1]) == [
         "source.model", "source.vocab", "target.model", "target.vocab",
         *(f"translation-{i:05d}-of-00003.tfrecord" for i in range(3))]
     assert outputs[1] == outputs[2]
+    assert outputs[1] == outputs["dask"]
     # Each model is SentencePiece's on the side's sentences in sample_key order.
     options = sentencepiece_model.SentencePieceOptions(vocab_size=600)
     for side, index in (("source", 0), ("target", 1)):
@@ -193,7 +198,7 @@ def test_same_bytes_with_one_or_two_worker_processes(shared_data_dir, tmp_path):
             run["vocabulary"][side].pop("model_file")
             run["vocabulary"][side].pop("vocab_file")
         run["shards"].pop("files")
-    assert stats[1] == stats[2]
+    assert stats[1] == stats[2] == stats["dask"]
     assert stats[1]["pairs_read"] == 1520
     # Some of the 20 repeated pairs are too long, and dropped as such.
     assert stats[1]["pairs_dropped"]["duplicate"] > 0

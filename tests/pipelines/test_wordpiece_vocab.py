@@ -6,7 +6,7 @@ lines of WikiText-2 (test split) with `--vocab_size=1000` and
 about a minute on the whole file, a few seconds on this sample.
 
 The tests run on the job's default runner (Beam's in-process direct runner,
-see `pipelines.beam_options`); `test_portable_runner.py` runs the job on
+see `pipelines.beam_options`); `test_runners.py` runs the job on
 Beam's portable runner. The job's composite transform,
 `LearnWordPieceVocabulary`, is also tested alone on `beam.Create` input.
 """

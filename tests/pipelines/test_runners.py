@@ -1,4 +1,5 @@
-"""The Beam jobs on Beam's portable runner give the default runner's output.
+"""The Beam jobs on Beam's portable runner and on a Dask cluster give the
+default runner's output.
 
 The portable runner submits a pipeline through Beam's Job API, the API that
 the Flink, Spark and Dataflow runners share. Here it talks to Beam's local
@@ -6,7 +7,9 @@ job service (`python -m apache_beam.runners.portability.local_job_service_main`,
 started for this module on a free port of localhost and stopped at the end,
 whatever happens), and the SDK workers run in the test process
 (`--environment_type=LOOPBACK`). So the pipelines go through the portable
-pipeline proto, artifact staging and the Fn API, as on a cluster.
+pipeline proto, artifact staging and the Fn API, as on a cluster. The Dask
+runner (`--runner=dask`) runs them on a local dask.distributed cluster of
+two worker processes (`conftest.dask_scheduler`).
 
 What must match the default runner (Beam's in-process direct runner):
 
@@ -28,6 +31,7 @@ import pytest
 import tensorflow as tf
 
 from pipelines import lm_data, pretraining_data, wordpiece_vocab
+from tests.pipelines.conftest import dask_arguments
 
 SAMPLE_LINES = 300
 START_TIMEOUT_SECONDS = 60
@@ -79,10 +83,23 @@ def portable_arguments(job_endpoint):
     ]
 
 
+def other_runners(job_endpoint, dask_scheduler):
+    """`(name, Beam arguments)` of the runners compared with the default."""
+    return (("portable", portable_arguments(job_endpoint)),
+            ("dask", dask_arguments(dask_scheduler)))
+
+
 def without_beam_arguments(stats):
     parameters = dict(stats["parameters"])
     del parameters["beam_arguments"]
     return {**stats, "parameters": parameters}
+
+
+def without_output(stats, flag):
+    """The stats without the Beam arguments and the output flag `flag`."""
+    stats = without_beam_arguments(stats)
+    stats["parameters"].pop(flag)
+    return stats
 
 
 def first_lines(path, count):
@@ -90,14 +107,13 @@ def first_lines(path, count):
         return b"".join(file.readline() for _ in range(count))
 
 
-def test_vocabulary_job_gives_the_same_bytes(shared_data_dir, tmp_path, job_endpoint):
+def test_vocabulary_job_gives_the_same_bytes(shared_data_dir, tmp_path, job_endpoint,
+                                               dask_scheduler):
     corpus = tmp_path / "wikitext.txt"
     corpus.write_bytes(first_lines(shared_data_dir / "mono/wikitext-2-test.txt", SAMPLE_LINES))
     stats = {}
-    for runner, beam_arguments in (
-        ("default", []),
-        ("portable", portable_arguments(job_endpoint)),
-    ):
+    for runner, beam_arguments in (("default", []),
+                                   *other_runners(job_endpoint, dask_scheduler)):
         stats[runner] = wordpiece_vocab.main([
             f"--input_file={corpus}",
             f"--output_file={tmp_path / runner / 'vocab.txt'}",
@@ -107,25 +123,20 @@ def test_vocabulary_job_gives_the_same_bytes(shared_data_dir, tmp_path, job_endp
         ])
     default_vocabulary = (tmp_path / "default" / "vocab.txt").read_bytes()
     assert default_vocabulary.count(b"\n") > 300
-    assert (tmp_path / "portable" / "vocab.txt").read_bytes() == default_vocabulary
-    assert stats["portable"]["parameters"]["beam_arguments"] == portable_arguments(
-        job_endpoint
-    )
-    default_stats = without_beam_arguments(stats["default"])
-    portable_stats = without_beam_arguments(stats["portable"])
-    default_stats["parameters"].pop("output_file")
-    portable_stats["parameters"].pop("output_file")
-    assert portable_stats == default_stats
+    for runner, beam_arguments in other_runners(job_endpoint, dask_scheduler):
+        assert (tmp_path / runner / "vocab.txt").read_bytes() == default_vocabulary, runner
+        assert stats[runner]["parameters"]["beam_arguments"] == beam_arguments
+        assert (without_output(stats[runner], "output_file")
+                == without_output(stats["default"], "output_file")), runner
 
 
-def test_pretraining_data_job_gives_the_same_bytes(shared_data_dir, tmp_path, job_endpoint):
+def test_pretraining_data_job_gives_the_same_bytes(shared_data_dir, tmp_path, job_endpoint,
+                                                    dask_scheduler):
     corpus = tmp_path / "gutenberg.txt"
     corpus.write_bytes(first_lines(shared_data_dir / "mono/gutenberg-16-books.txt", SAMPLE_LINES))
     records, shards, stats = {}, {}, {}
-    for runner, beam_arguments in (
-        ("default", []),
-        ("portable", portable_arguments(job_endpoint)),
-    ):
+    for runner, beam_arguments in (("default", []),
+                                   *other_runners(job_endpoint, dask_scheduler)):
         output = tmp_path / runner
         stats[runner] = pretraining_data.main([
             f"--input_file={corpus}",
@@ -149,23 +160,20 @@ def test_pretraining_data_job_gives_the_same_bytes(shared_data_dir, tmp_path, jo
         "pretraining-00001-of-00002.tfrecord",
     ]
     assert len(records["default"]) == stats["default"]["instances"] > 100
-    assert shards["portable"] == shards["default"]
-    default_stats = without_beam_arguments(stats["default"])
-    portable_stats = without_beam_arguments(stats["portable"])
-    default_stats["parameters"].pop("output_dir")
-    portable_stats["parameters"].pop("output_dir")
-    assert portable_stats == default_stats
+    for runner in ("portable", "dask"):
+        assert shards[runner] == shards["default"], runner
+        assert (without_output(stats[runner], "output_dir")
+                == without_output(stats["default"], "output_dir")), runner
 
 
-def test_lm_data_job_gives_the_same_bytes(shared_data_dir, tmp_path, job_endpoint):
+def test_lm_data_job_gives_the_same_bytes(shared_data_dir, tmp_path, job_endpoint,
+                                           dask_scheduler):
     corpus = tmp_path / "shakespeare.txt"
     corpus.write_bytes(first_lines(shared_data_dir / "lm/tinyshakespeare-train.txt",
                                    SAMPLE_LINES))
     files, stats = {}, {}
-    for runner, beam_arguments in (
-        ("default", []),
-        ("portable", portable_arguments(job_endpoint)),
-    ):
+    for runner, beam_arguments in (("default", []),
+                                   *other_runners(job_endpoint, dask_scheduler)):
         output = tmp_path / runner
         result = lm_data.main([
             f"--input_file={corpus}",
@@ -189,5 +197,6 @@ def test_lm_data_job_gives_the_same_bytes(shared_data_dir, tmp_path, job_endpoin
         "validation-00000-of-00001.tfrecord"]
     assert stats["default"]["train"]["buckets"] > 3
     assert stats["default"]["validation"]["records"] > 10
-    assert files["portable"] == files["default"]
-    assert stats["portable"] == stats["default"]
+    for runner in ("portable", "dask"):
+        assert files[runner] == files["default"], runner
+        assert stats[runner] == stats["default"], runner

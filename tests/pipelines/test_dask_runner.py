@@ -1,0 +1,105 @@
+"""`--runner=dask` (`pipelines.dask_runner`) on a dask.distributed cluster of
+a scheduler and two worker processes on the loopback address: what Beam's
+own Dask runner gets wrong, on the smallest pipelines that show it."""
+
+import apache_beam as beam
+import pytest
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.windowed_value import WindowedValue
+
+from pipelines import beam_options
+
+BEAM_DASK_RUNNER = "apache_beam.runners.dask.dask_runner.DaskRunner"
+
+
+def dask_options(address, runner="dask"):
+    return beam_options.pipeline_options([f"--runner={runner}",
+                                          f"--dask_client_address={address}"])
+
+
+class _WithFinishBundle(beam.DoFn):
+    def process(self, element):
+        yield element
+
+    def finish_bundle(self):
+        yield WindowedValue("end of bundle", 0, [GlobalWindow()])
+
+
+class _WithOddTag(beam.DoFn):
+    def process(self, element):
+        yield element
+        if element % 2:
+            yield beam.pvalue.TaggedOutput("odd", -element)
+
+
+def written(folder):
+    return sorted(path.name for path in folder.iterdir())
+
+
+def write_marker(folder, name):
+    def write(element):
+        (folder / f"{name}{element}").write_text(str(element))
+
+    return write
+
+
+# What the pipeline below writes: each tag's outputs in its own collection,
+# and that `finish_bundle`'s outputs arrived.
+TAGGED_LINES = ["bundles ended", "main 1", "main 2", "main 3", "odd -1", "odd -3"]
+
+
+def tagged_lines(options, folder):
+    with beam.Pipeline(options=options) as pipeline:
+        numbers = pipeline | beam.Create([1, 2, 3]) | beam.Reshuffle()
+        main, odd = numbers | beam.ParDo(_WithOddTag()).with_outputs("odd", main="main")
+        ends = (numbers | "Bundles" >> beam.ParDo(_WithFinishBundle())
+                | beam.Filter(lambda element: element == "end of bundle")
+                | beam.combiners.Count.Globally()
+                | beam.Map(lambda count: "bundles ended" if count else "no bundle ended"))
+        lines = ((main | "Main" >> beam.Map(lambda element: f"main {element}"),
+                  odd | "Odd" >> beam.Map(lambda element: f"odd {element}"), ends)
+                 | beam.Flatten() | beam.combiners.ToList()
+                 | beam.Map(lambda values: "\n".join(sorted(values))))
+        _ = lines | beam.Map(lambda text: (folder / "lines").write_text(text))
+    return (folder / "lines").read_text().splitlines()
+
+
+def test_outputs_of_tags_and_finish_bundle_reach_their_own_collections(dask_scheduler,
+                                                                        tmp_path):
+    assert tagged_lines(dask_options(dask_scheduler), tmp_path) == TAGGED_LINES
+
+
+def test_beams_own_dask_runner_mixes_tags_and_drops_finish_bundle(dask_scheduler, tmp_path):
+    lines = tagged_lines(dask_options(dask_scheduler, BEAM_DASK_RUNNER), tmp_path)
+    assert "main -1" in lines  # The odd tag's elements reach the main output's consumer.
+    assert "no bundle ended" in lines
+
+
+@pytest.mark.parametrize("runner, expected", [
+    ("dask", ["a1", "a2", "b1", "b2"]),
+    (BEAM_DASK_RUNNER, ["b1", "b2"]),
+])
+def test_every_sink_runs(runner, expected, dask_scheduler, tmp_path):
+    with beam.Pipeline(options=dask_options(dask_scheduler, runner)) as pipeline:
+        numbers = pipeline | beam.Create([1, 2])
+        _ = numbers | "A" >> beam.Map(write_marker(tmp_path, "a"))
+        _ = numbers | "B" >> beam.Map(write_marker(tmp_path, "b"))
+    assert written(tmp_path) == expected
+
+
+def test_dask_is_a_runner_name_a_job_accepts():
+    beam_options.check_arguments(["--runner=dask", "--dask_client_address=tcp://127.0.0.1:1"])
+    options = beam_options.pipeline_options(["--runner=Dask"])
+    assert options.view_as(beam.options.pipeline_options.StandardOptions).runner == \
+        "pipelines.dask_runner.DaskRunner"
+
+
+def test_a_job_says_when_its_runner_gives_no_counters():
+    from pipelines import job
+
+    class NoMetrics:
+        def metrics(self):
+            raise NotImplementedError
+
+    assert job.runner_report(NoMetrics()) == [
+        "The runner reports no counters or stage times; stats.json holds the job's counts."]
