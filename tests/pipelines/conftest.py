@@ -3,14 +3,18 @@
 import pytest
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def dask_scheduler():
     """The address of a local dask.distributed cluster, a scheduler and two
-    single-threaded worker processes on 127.0.0.1, closed at the end."""
+    single-threaded worker processes on 127.0.0.1, closed after the module
+    (idle workers still take CPU from the tests that follow). The workers'
+    profiler, which samples every 10 ms, is off."""
+    import dask
     import distributed  # Only the tests that run a job on Dask pay for it.
 
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  host="127.0.0.1", dashboard_address=None) as cluster:
+    with dask.config.set({"distributed.worker.profile.enabled": False}), \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                     host="127.0.0.1", dashboard_address=None) as cluster:
         yield cluster.scheduler_address
 
 

@@ -2,6 +2,9 @@
 a scheduler and two worker processes on the loopback address: what Beam's
 own Dask runner gets wrong, on the smallest pipelines that show it."""
 
+import os
+import time
+
 import apache_beam as beam
 import pytest
 from apache_beam.transforms.window import GlobalWindow
@@ -85,6 +88,19 @@ def test_every_sink_runs(runner, expected, dask_scheduler, tmp_path):
         _ = numbers | "A" >> beam.Map(write_marker(tmp_path, "a"))
         _ = numbers | "B" >> beam.Map(write_marker(tmp_path, "b"))
     assert written(tmp_path) == expected
+
+
+def process_of(element):
+    time.sleep(0.1)  # Long enough for both workers to take partitions.
+    return os.getpid()
+
+
+def test_a_reshuffle_spreads_one_partition_over_both_workers(dask_scheduler, tmp_path):
+    with beam.Pipeline(options=dask_options(dask_scheduler)) as pipeline:
+        _ = (pipeline | beam.Create(range(16)) | beam.Reshuffle() | beam.Map(process_of)
+             | beam.Distinct() | beam.combiners.Count.Globally()
+             | beam.Map(lambda count: (tmp_path / "processes").write_text(str(count))))
+    assert (tmp_path / "processes").read_text() == "2"
 
 
 def test_dask_is_a_runner_name_a_job_accepts():
