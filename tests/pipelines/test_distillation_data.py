@@ -203,16 +203,12 @@ def without_paths(stats, output_dir):
     return stats
 
 
-@pytest.mark.parametrize("runner", ["two-workers", "dask"])
-def test_the_same_bytes_with_one_or_two_worker_processes_and_on_dask(
-        runner, job_run, inputs, teacher_export, tmp_path, request):
+def test_the_same_bytes_on_two_dask_worker_processes(job_run, inputs, teacher_export, tmp_path,
+                                                     dask_scheduler):
     stats, baseline, _ = job_run
-    output_dir = tmp_path / runner
-    beam_arguments = (
-        dask_arguments(request.getfixturevalue("dask_scheduler")) if runner == "dask"
-        else ["--direct_num_workers=2", "--direct_running_mode=multi_processing"])
-    runner_stats = distillation_data.main(job_arguments(inputs, teacher_export, output_dir,
-                                                        *beam_arguments))
+    output_dir = tmp_path / "dask"
+    runner_stats = distillation_data.main(job_arguments(
+        inputs, teacher_export, output_dir, *dask_arguments(dask_scheduler)))
     shards = sorted(path.name for path in baseline.glob("train-*"))
     assert shards == ["train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord"]
     for name in shards:

@@ -316,31 +316,6 @@ def test_the_vocabulary_is_learned_from_the_training_split_only(tmp_path):
                                   "validation": 1}
 
 
-def test_the_same_bytes_with_one_or_two_worker_processes(tmp_path):
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_text("\n\n".join(f"{line} ({index})" for index, line in
-                                  enumerate(TEXT.splitlines() * 3) if line.strip()) + "\n")
-    outputs = {}
-    for workers in (1, 2):
-        output = tmp_path / f"workers-{workers}"
-        stats = run_job(output, f"--input_file={corpus}", "--tokenizer=sentencepiece",
-                        "--vocab_size=400", "--validation_fraction=0.2", "--sequence_length=8",
-                        "--packing_bucket_tokens=200", "--num_shards=3",
-                        f"--direct_num_workers={workers}",
-                        "--direct_running_mode=multi_processing")
-        outputs[workers] = {path.name: path.read_bytes() for path in sorted(output.iterdir())
-                            if path.name != "stats.json"}
-        stats["parameters"].pop("beam_arguments")
-        outputs[workers]["stats"] = json.loads(json.dumps(stats).replace(str(output), "DIR"))
-    assert outputs[2] == outputs[1]
-    assert sorted(outputs[1]) == [
-        "sentencepiece.model", "sentencepiece.vocab", "stats", "tokenizer.json",
-        "train-00000-of-00003.tfrecord", "train-00001-of-00003.tfrecord",
-        "train-00002-of-00003.tfrecord", "validation-00000-of-00001.tfrecord"]
-    assert outputs[1]["stats"]["train"]["buckets"] >= 3
-    assert outputs[1]["stats"]["validation"]["records"] > 0
-
-
 def test_a_given_model_is_copied_and_described(tmp_path):
     from tests.text.language_model_tokenizers import sentencepiece_spec
 

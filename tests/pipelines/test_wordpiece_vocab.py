@@ -149,21 +149,6 @@ def test_cased_vocabulary_keeps_capitals(uncased_run, sample_file, tmp_path):
     assert tokenizer.unk_id not in ids
 
 
-def test_same_vocabulary_bytes_with_two_worker_processes(
-    uncased_run, sample_file, tmp_path
-):
-    _, one_worker_output = uncased_run
-    output = tmp_path / "vocab.txt"
-    run_job(
-        sample_file,
-        output,
-        *SAMPLE_ARGUMENTS,
-        "--direct_num_workers=2",
-        "--direct_running_mode=multi_processing",
-    )
-    assert output.read_bytes() == one_worker_output.read_bytes()
-
-
 def test_jsonl_input_counts_skipped_lines(tmp_path):
     records = [
         json.dumps({"id": "a", "text": "Hello world, hello Beam."}),
