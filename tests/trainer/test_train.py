@@ -56,10 +56,13 @@ def test_task_flag_parses_as_the_family_command_does(name, tmp_path):
 
 def test_the_task_may_come_from_a_config_file(tmp_path):
     config = tmp_path / "run.yaml"
-    config.write_text("task: language_model\ntrain_steps: 3\n")
+    config.write_text(f"task: language_model\ntrain_steps: 3\ntrain_data: {tmp_path}/t-*\n"
+                      f"model_dir: {tmp_path}/run\n")
     assert train.requested_task([f"--config_file={config}"]) == "language_model"
     assert train.requested_task([f"--config_file={config}", "--task=translation"]) == \
         "translation"
+    flags = registry.get_task("language_model").parse_flags([f"--config_file={config}"])
+    assert (flags.task, flags.train_steps) == ("language_model", 3)
 
 
 @pytest.mark.parametrize("arguments, message", [
