@@ -10,8 +10,8 @@ transform's bag (every other sink never runs) and computes a side input
 inside each task that reads it (which fails once a DoFn holds TensorFlow
 objects). `DaskRunner` here keys the bags by PCollection, keeps what
 `finish_bundle` emits, computes side inputs first on the cluster and then
-every bag that no transform reads, and spreads a `Reshuffle`'s elements over
-the workers. It reports no metrics, as Beam's.
+every bag that no transform reads, and splits a `Reshuffle`'s input into
+partitions for every worker thread. It reports no metrics, as Beam's.
 """
 
 import logging

@@ -2,9 +2,6 @@
 a scheduler and two worker processes on the loopback address: what Beam's
 own Dask runner gets wrong, on the smallest pipelines that show it."""
 
-import os
-import time
-
 import apache_beam as beam
 import pytest
 from apache_beam.transforms.window import GlobalWindow
@@ -90,17 +87,21 @@ def test_every_sink_runs(runner, expected, dask_scheduler, tmp_path):
     assert written(tmp_path) == expected
 
 
-def process_of(element):
-    time.sleep(0.1)  # Long enough for both workers to take partitions.
-    return os.getpid()
+class _BundleEnds(beam.DoFn):
+    def process(self, element):
+        return []
+
+    def finish_bundle(self):
+        yield WindowedValue("bundle", 0, [GlobalWindow()])
 
 
-def test_a_reshuffle_spreads_one_partition_over_both_workers(dask_scheduler, tmp_path):
+def test_a_reshuffle_splits_one_partition_for_every_worker_thread(dask_scheduler, tmp_path):
+    # 16 elements are one partition of a Create; the cluster has 2 threads.
     with beam.Pipeline(options=dask_options(dask_scheduler)) as pipeline:
-        _ = (pipeline | beam.Create(range(16)) | beam.Reshuffle() | beam.Map(process_of)
-             | beam.Distinct() | beam.combiners.Count.Globally()
-             | beam.Map(lambda count: (tmp_path / "processes").write_text(str(count))))
-    assert (tmp_path / "processes").read_text() == "2"
+        _ = (pipeline | beam.Create(range(16)) | beam.Reshuffle()
+             | beam.ParDo(_BundleEnds()) | beam.combiners.Count.Globally()
+             | beam.Map(lambda count: (tmp_path / "bundles").write_text(str(count))))
+    assert (tmp_path / "bundles").read_text() == "4"
 
 
 def test_dask_is_a_runner_name_a_job_accepts():
