@@ -7,7 +7,10 @@ import apache_beam as beam
 import tensorflow as tf
 
 from pipelines.beam_options import pipeline_options
+from pipelines import sharded_tfrecords
 from pipelines.sharded_tfrecords import WriteShardedTFRecords, tfrecord_frame
+
+read_spill_file = sharded_tfrecords._read_spill_file
 
 RECORDS = [f"record {index}".encode() * (index % 5 + 1) for index in range(60)] + [b"", b"a"]
 
@@ -52,3 +55,32 @@ def test_every_shard_is_written_even_empty_and_gzip_reads_back(tmp_path):
     read = [record.numpy() for name in names
             for record in tf.data.TFRecordDataset(str(tmp_path / name), compression_type="GZIP")]
     assert read == [b"only"]
+
+
+def test_spill_files_and_the_runners_shuffle_give_the_same_bytes(tmp_path, monkeypatch):
+    """The in-process runner spills; runners with a shuffle on disk group the
+    records themselves."""
+    for name in ("spilled", "shuffled"):
+        (tmp_path / name).mkdir()
+    spill_files = []
+    monkeypatch.setattr(sharded_tfrecords, "SPILL_BYTES", 40)
+    monkeypatch.setattr(sharded_tfrecords, "_read_spill_file", lambda path: (
+        spill_files.append(path) or read_spill_file(path)))
+    write(RECORDS, str(tmp_path / "spilled" / "records"), 3)
+    spilled = len(spill_files)
+    assert spilled > 20
+    monkeypatch.setattr(sharded_tfrecords, "shuffles_in_memory", lambda pipeline: False)
+    write(RECORDS, str(tmp_path / "shuffled" / "records"), 3)
+    assert len(spill_files) == spilled
+    # No spill folder is left beside the shards.
+    assert file_bytes(tmp_path / "spilled") == file_bytes(tmp_path / "shuffled")
+    assert sorted(file_bytes(tmp_path / "spilled")) == [
+        f"records-0000{index}-of-00003.tfrecord" for index in range(3)]
+
+
+def test_the_in_process_and_dask_runners_spill():
+    assert sharded_tfrecords.shuffles_in_memory(beam.Pipeline())
+    assert sharded_tfrecords.shuffles_in_memory(
+        beam.Pipeline(options=pipeline_options(["--runner=dask"])))
+    assert not sharded_tfrecords.shuffles_in_memory(beam.Pipeline(options=pipeline_options(
+        ["--runner=PortableRunner", "--job_endpoint=localhost:1"])))
