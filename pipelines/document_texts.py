@@ -127,6 +127,7 @@ class ReadDocumentTexts(beam.PTransform):
             pipeline
             | "ListFiles" >> beam.Create(self.files)
             | "MatchFiles" >> fileio.MatchAll()
+            | "SpreadFiles" >> beam.Reshuffle()
             | "OpenFiles" >> fileio.ReadMatches()
             | "ReadFiles" >> beam.ParDo(_ReadWholeFileDocument()).with_outputs(
                 job.COUNTS_TAG, main="documents")

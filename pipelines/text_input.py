@@ -441,6 +441,8 @@ class ReadDocuments(beam.PTransform):
                 pipeline
                 | "ListFiles" >> beam.Create(self.files)
                 | "MatchFiles" >> fileio.MatchAll()
+                # Spreads the files over the workers, not one bundle for all.
+                | "SpreadFiles" >> beam.Reshuffle()
                 | "OpenFiles" >> fileio.ReadMatches()
                 | "ReadDocuments"
                 >> beam.ParDo(_ReadTextFileDocuments(self.max_line_bytes)).with_outputs(
