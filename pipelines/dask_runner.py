@@ -9,9 +9,11 @@ consumer gets every tag's elements), collects a bundle's outputs before
 transform's bag (every other sink never runs) and computes a side input
 inside each task that reads it (which fails once a DoFn holds TensorFlow
 objects). `DaskRunner` here keys the bags by PCollection, keeps what
-`finish_bundle` emits, computes side inputs first on the cluster and then
-every bag that no transform reads, and splits a `Reshuffle`'s input into
-partitions for every worker thread. It reports no metrics, as Beam's.
+`finish_bundle` emits, computes side inputs first on the cluster (keeping
+the outputs of the ParDo they come from, which the rest of the pipeline
+reuses) and then every bag that no transform reads, and splits a
+`Reshuffle`'s input into partitions for every worker thread. It reports
+no metrics, as Beam's.
 """
 
 import logging
@@ -121,7 +123,9 @@ class DaskRunner(dask_runner.DaskRunner):
             bag_kwargs = {"partition_size": CREATE_PARTITION_SIZE}
         client = dask.distributed.Client(**dask_options)
         pipeline.replace_all(overrides.dask_overrides())
-        visitor = _BagsByCollection(client, bag_kwargs)
+        origins = _SideInputOrigins()
+        pipeline.visit(origins)
+        visitor = _BagsByCollection(client, bag_kwargs, origins.par_dos)
         pipeline.visit(visitor)
         futures = client.compute(visitor.unread_bags())
         return _Result(client, futures)
@@ -139,26 +143,53 @@ class _Result(dask_runner.DaskRunnerResult):
                 self.client.close()
 
 
+class _SideInputOrigins(PipelineVisitor):
+    """Finds the ParDos of several outputs that side inputs come from (the
+    nearest upstream of each; a job's counts are such a second output).
+    Their outputs are persisted when computed for the side input, so that
+    the rest of the pipeline reuses them rather than run the ParDo again
+    for its other outputs."""
+
+    def __init__(self):
+        self.origins = {}
+        self.par_dos = set()
+
+    def visit_transform(self, transform_node):
+        for side_input in transform_node.side_inputs:
+            if self.origins.get(side_input.pvalue) is not None:
+                self.par_dos.add(self.origins[side_input.pvalue])
+        origin = next((self.origins[value] for value in transform_node.inputs
+                       if self.origins.get(value) is not None), None)
+        outputs = transform_node.outputs
+        if type(transform_node.transform) is beam.ParDo and len(outputs) > 1:
+            origin = transform_node
+        for collection in outputs.values():
+            self.origins[collection] = origin
+
+
 class _BagsByCollection(PipelineVisitor):
     """Translates each primitive transform into Dask bags, one per output
     PCollection."""
 
-    def __init__(self, client, bag_kwargs):
+    def __init__(self, client, bag_kwargs, persisted_par_dos):
         self.client = client
         self.bag_kwargs = bag_kwargs
+        self.persisted_par_dos = persisted_par_dos
         self.bags = {}
         self.read = set()
 
     def visit_transform(self, transform_node):
+        side_inputs = [self._side_input(side_input) for side_input in transform_node.side_inputs]
         inputs = [self.bags.get(value) for value in transform_node.inputs
                   if not isinstance(value, pvalue.PBegin)]
         self.read.update(value for value in transform_node.inputs
                          if not isinstance(value, pvalue.PBegin))
-        side_inputs = [self._side_input(side_input) for side_input in transform_node.side_inputs]
         outputs = transform_node.outputs
         transform = transform_node.transform
         if type(transform) is beam.ParDo:  # Not its subclasses: Beam's runner passes them.
             pairs = self._par_do(transform_node, inputs[0], side_inputs)
+            if transform_node in self.persisted_par_dos:
+                pairs = self.client.persist(pairs)
             for tag, collection in outputs.items():
                 self.bags[collection] = pairs.map_partitions(_ValuesOf(tag))
             return

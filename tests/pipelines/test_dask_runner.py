@@ -2,6 +2,8 @@
 a scheduler and two worker processes on the loopback address: what Beam's
 own Dask runner gets wrong, on the smallest pipelines that show it."""
 
+import uuid
+
 import apache_beam as beam
 import pytest
 from apache_beam.transforms.window import GlobalWindow
@@ -102,6 +104,33 @@ def test_a_reshuffle_splits_one_partition_for_every_worker_thread(dask_scheduler
              | beam.ParDo(_BundleEnds()) | beam.combiners.Count.Globally()
              | beam.Map(lambda count: (tmp_path / "bundles").write_text(str(count))))
     assert (tmp_path / "bundles").read_text() == "4"
+
+
+class _MarkEachCall(beam.DoFn):
+    """Writes a file per call, and each element's count as a second output."""
+
+    def __init__(self, folder):
+        self.folder = folder
+
+    def process(self, element):
+        (self.folder / f"call-{element}-{uuid.uuid4().hex}").touch()
+        yield element
+        yield beam.pvalue.TaggedOutput("counts", 1)
+
+
+def test_a_pardo_whose_other_output_feeds_a_side_input_runs_once(dask_scheduler, tmp_path):
+    calls, outputs = tmp_path / "calls", tmp_path / "outputs"
+    calls.mkdir()
+    outputs.mkdir()
+    with beam.Pipeline(options=dask_options(dask_scheduler)) as pipeline:
+        marked = (pipeline | beam.Create(range(12)) | beam.Reshuffle()
+                  | beam.ParDo(_MarkEachCall(calls)).with_outputs("counts", main="elements"))
+        total = marked.counts | beam.CombineGlobally(sum)
+        _ = marked.elements | beam.Map(
+            lambda element, total: (outputs / f"{element}-of-{total}").touch(),
+            total=beam.pvalue.AsSingleton(total))
+    assert len(written(outputs)) == 12 and written(outputs)[0] == "0-of-12"
+    assert len(written(calls)) == 12
 
 
 def test_dask_is_a_runner_name_a_job_accepts():
