@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import random
+import socket
 import subprocess
 import sys
 
@@ -81,6 +82,19 @@ def environment(**extra):
     env["CUDA_VISIBLE_DEVICES"] = ""
     env.update(extra)
     return env
+
+
+def multi_worker_configs(count):
+    """The TF_CONFIG of each of `count` workers of one cluster on free
+    ports of 127.0.0.1."""
+    sockets = [socket.socket() for _ in range(count)]
+    for each in sockets:
+        each.bind(("127.0.0.1", 0))
+    workers = [f"127.0.0.1:{each.getsockname()[1]}" for each in sockets]
+    for each in sockets:
+        each.close()
+    return [json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
+            for index in range(count)]
 
 
 def start(arguments, logical_cpus=0, module="trainer.pretrain", **env):

@@ -2,7 +2,6 @@
 
 import json
 import os
-import socket
 
 import numpy as np
 import pytest
@@ -223,16 +222,6 @@ def test_exports_the_encoder(single_run):
                                    atol=EXPORT_ATOL, err_msg=name)
 
 
-def free_ports(count):
-    sockets = [socket.socket() for _ in range(count)]
-    for each in sockets:
-        each.bind(("127.0.0.1", 0))
-    ports = [each.getsockname()[1] for each in sockets]
-    for each in sockets:
-        each.close()
-    return ports
-
-
 # Measured agreement of two replicas with one (CPU, 5 steps): losses within
 # 1.8e-7 relative, gradient norms equal, variables within 6e-8 (values up to
 # 1). A version whose replicas skip the update is 1e-3 off from step 2 on.
@@ -264,15 +253,10 @@ def test_mirrored_strategy_matches_one_replica(single_run, mirrored_run):
 
 def test_multi_worker_strategy_matches_one_replica(single_run, train_data, tmp_path):
     model_dir = str(tmp_path / "multi_worker")
-    workers = [f"127.0.0.1:{port}" for port in free_ports(2)]
     processes = [
-        helpers.start(
-            helpers.flags(train_data, model_dir, strategy="multi_worker"),
-            TF_CONFIG=json.dumps(
-                {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
-            ),
-        )
-        for index in range(2)
+        helpers.start(helpers.flags(train_data, model_dir, strategy="multi_worker"),
+                      TF_CONFIG=tf_config)
+        for tf_config in helpers.multi_worker_configs(2)
     ]
     outputs = [process.communicate(timeout=240)[0] for process in processes]
     for process, output in zip(processes, outputs):
