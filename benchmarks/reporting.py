@@ -4,7 +4,8 @@ JSON report.
 
 Every benchmark's report (the JSON it writes with `write_report`) holds a
 list under "figures": its headline measurements, each made by `figure`
-with the reference it was measured against in the same run, and under
+with the reference it was measured against in the same run, optionally
+under "details" markdown lines that follow them in RESULTS.md, and under
 "machine" what `machine` says of the machine it ran on (`write_report`
 adds it). The suite (`benchmarks.suite`) reads the figures into
 benchmarks/RESULTS.md, under `machine_description`.
@@ -26,6 +27,8 @@ import sys
 
 REPOSITORY_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIGURES_KEY = "figures"
+# Optional: markdown lines (a table, a plot) that follow the figures.
+DETAILS_KEY = "details"
 MACHINE_KEY = "machine"
 # The packages whose versions a report gives, where the benchmark imported
 # them: module name → distribution name.

@@ -28,7 +28,13 @@ import subprocess
 import sys
 import time
 
-from benchmarks.reporting import FIGURES_KEY, REPOSITORY_ROOT, from_root, machine_description
+from benchmarks.reporting import (
+    DETAILS_KEY,
+    FIGURES_KEY,
+    REPOSITORY_ROOT,
+    from_root,
+    machine_description,
+)
 
 DATA_DIR = "../shared/data"
 RESULTS_FILE = "benchmarks/RESULTS.md"
@@ -89,6 +95,10 @@ BENCHMARKS = {benchmark.name: benchmark for benchmark in (
               "BERT pretraining-data job (Beam) against the original create_pretraining_data, "
               "on 4 copies of 16 books",
               hour_flags=("--scale=4",), minutes=1.5),
+    Benchmark("pretraining_scaling",
+              "BERT pretraining-data job on 1, 4, 16 and 64 copies of 16 books: the default "
+              "runner against a Dask cluster of 1 and 2 worker processes",
+              quick_flags=("--scales=1", "--dask_workers=2"), minutes=10),
     Benchmark("tokenizer_throughput",
               "BertTokenizer against tensorflow-text's and Hugging Face's",
               hour_flags=("--breakdown",), minutes=0.5),
@@ -289,6 +299,8 @@ def results_section(outcome, when, machine, commit):
     if figures is not None:
         # A run that failed after writing its report still shows its figures.
         lines.append(figures_table(figures))
+    if (outcome.report or {}).get(DETAILS_KEY):
+        lines += ["", *outcome.report[DETAILS_KEY]]
     if outcome.status == "skipped":
         lines.append(f"Skipped: {outcome.detail}.")
     elif outcome.status == "failed":

@@ -49,6 +49,15 @@ def test_a_section_shows_each_figure_its_reference_ratio_goal_and_command():
     assert "| 1.5× | ≥ 2× **not met** |" in missed
 
 
+def test_a_reports_details_follow_its_figures():
+    ran = outcome("pretraining_scaling", 3000.0, 1000.0)
+    ran.report["details"] = ["| copies | seconds |", "|---|---|", "| 1 | 9.5 |", "",
+                             "![plot](pretraining_scaling.png)"]
+    section = suite.results_section(ran, WHEN, MACHINE, COMMIT)
+    assert section.index("| speed |") < section.index("| 1 | 9.5 |")
+    assert section.index("![plot](pretraining_scaling.png)") < section.index("<!-- end:")
+
+
 def test_rerunning_some_benchmarks_replaces_their_sections_and_keeps_the_others(tmp_path):
     path = tmp_path / "RESULTS.md"
     first = {name: suite.results_section(outcome(name, 300.0, 100.0), WHEN, MACHINE, COMMIT)
