@@ -10,6 +10,7 @@ from tfnlp.layers.luong_attention import LuongAttention
 from tfnlp.layers.masking import causal_mask, masked_softmax
 from tfnlp.layers.multi_head_attention import MultiHeadAttention
 from tfnlp.layers.position_embedding import PositionEmbedding
+from tfnlp.layers.rotary_embedding import RotaryEmbedding
 from tfnlp.layers.scalar_mix import ScalarMix
 from tfnlp.layers.scaled_dot_product_attention import scaled_dot_product_attention
 from tfnlp.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding

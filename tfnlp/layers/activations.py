@@ -7,6 +7,9 @@ because BERT-family checkpoints depend on the difference:
   as the original BERT and Hugging Face's `hidden_act="gelu"` use.
 - `"gelu_approximate"`: the tanh approximation of Hendrycks & Gimpel (2016),
   Hugging Face's `"gelu_new"` / `"gelu_pytorch_tanh"`.
+
+and one is added: `"relu_squared"`, relu(x)², Primer's (So et al., 2021)
+and the modded-nanogpt speedrun's.
 """
 
 import keras
@@ -20,7 +23,12 @@ def approximate_gelu(x):
     return keras.activations.gelu(x, approximate=True)
 
 
-_NAMED_ACTIVATIONS = {"gelu": exact_gelu, "gelu_approximate": approximate_gelu}
+def relu_squared(x):
+    return keras.ops.square(keras.activations.relu(x))
+
+
+_NAMED_ACTIVATIONS = {"gelu": exact_gelu, "gelu_approximate": approximate_gelu,
+                      "relu_squared": relu_squared}
 
 
 def get_activation(name):

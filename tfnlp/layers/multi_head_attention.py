@@ -8,6 +8,7 @@ from keras import ops
 
 from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.masking import causal_mask, masked_softmax, merge_masks
+from tfnlp.layers.rotary_embedding import RotaryEmbedding
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -36,6 +37,15 @@ class MultiHeadAttention(keras.layers.Layer):
             tuple); defaults to the query's last dimension.
         kernel_initializer: initializer of the projection kernels.
         bias_initializer: initializer of the projection biases.
+        output_kernel_initializer: initializer of the output projection's
+            kernel, if it differs ("zeros": each block starts as the
+            identity, as in the modded-nanogpt speedrun).
+        rotary_max_wavelength: turn queries and keys by their positions
+            (`RotaryEmbedding` with this longest wavelength) before the dot
+            product; None for no rotation. For self-attention.
+        query_key_norm: RMS-normalize each head's queries and keys (with a
+            learned scale) before the dot product, which bounds the
+            attention logits (QK-norm).
         **kwargs: standard `keras.layers.Layer` arguments.
 
     Call arguments:
@@ -76,6 +86,8 @@ class MultiHeadAttention(keras.layers.Layer):
     References:
         - [Vaswani et al., 2017. Attention Is All You Need, section 3.2.2](
           https://arxiv.org/abs/1706.03762)
+        - [Henry et al., 2020. Query-Key Normalization for Transformers](
+          https://arxiv.org/abs/2010.04245)
     """
 
     def __init__(
@@ -88,6 +100,9 @@ class MultiHeadAttention(keras.layers.Layer):
         output_shape=None,
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
+        output_kernel_initializer=None,
+        rotary_max_wavelength=None,
+        query_key_norm=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -103,17 +118,27 @@ class MultiHeadAttention(keras.layers.Layer):
         )
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.output_kernel_initializer = (
+            None if output_kernel_initializer is None
+            else keras.initializers.get(output_kernel_initializer))
+        self.rotary_max_wavelength = rotary_max_wavelength
+        self.query_key_norm = query_key_norm
         self.attention_dropout = Dropout(
             dropout, dtype=self.dtype_policy, name="attention_dropout"
         )
+        self.rotary = None
+        if rotary_max_wavelength is not None:
+            self.rotary = RotaryEmbedding(rotary_max_wavelength, dtype=self.dtype_policy,
+                                          name="rotary")
 
-    def _projection(self, equation, output_shape, bias_axes, name):
+    def _projection(self, equation, output_shape, bias_axes, name, kernel_initializer=None):
+        kernel_initializer = kernel_initializer or self.kernel_initializer
         return keras.layers.EinsumDense(
             equation,
             output_shape=output_shape,
             bias_axes=bias_axes if self.use_bias else None,
-            kernel_initializer=self.kernel_initializer.__class__.from_config(
-                self.kernel_initializer.get_config()
+            kernel_initializer=kernel_initializer.__class__.from_config(
+                kernel_initializer.get_config()
             ),
             bias_initializer=self.bias_initializer.__class__.from_config(
                 self.bias_initializer.get_config()
@@ -155,14 +180,34 @@ class MultiHeadAttention(keras.layers.Layer):
             (None, *output_shape),
             output_letters,
             "attention_output",
+            self.output_kernel_initializer,
         )
         self.output_dense.build(
             (query_shape[0], query_shape[1], self.num_heads, self.value_dim)
         )
+        if self.query_key_norm:
+            head_shape = (None, None, self.num_heads, self.key_dim)
+            self.query_norm = keras.layers.RMSNormalization(
+                epsilon=1e-6, dtype=self.dtype_policy, name="query_norm")
+            self.query_norm.build(head_shape)
+            self.key_norm = keras.layers.RMSNormalization(
+                epsilon=1e-6, dtype=self.dtype_policy, name="key_norm")
+            self.key_norm.build(head_shape)
+
+    def _positioned(self, projected, norm, start_index):
+        """Projected queries or keys, normalized and turned as configured."""
+        if self.query_key_norm:
+            projected = norm(projected)
+        if self.rotary is not None:
+            projected = self.rotary(projected, start_index=start_index)
+        return projected
 
     def _project_keys_and_values(self, key, value, cache, cache_update_index):
+        key_norm = getattr(self, "key_norm", None)
+        start_index = 0 if cache_update_index is None else cache_update_index
         if cache is None:
-            return self.key_dense(key), self.value_dense(value), None
+            return (self._positioned(self.key_dense(key), key_norm, start_index),
+                    self.value_dense(value), None)
         if self.key_dim != self.value_dim:
             raise ValueError(
                 "A key/value cache needs `key_dim == value_dim`; this layer has "
@@ -170,7 +215,8 @@ class MultiHeadAttention(keras.layers.Layer):
             )
         if cache_update_index is not None:
             cache = _write_positions(
-                cache, self.key_dense(key), self.value_dense(value), cache_update_index
+                cache, self._positioned(self.key_dense(key), key_norm, start_index),
+                self.value_dense(value), cache_update_index
             )
         return cache[:, 0, ...], cache[:, 1, ...], cache
 
@@ -193,7 +239,9 @@ class MultiHeadAttention(keras.layers.Layer):
             )
         if key is None:
             key = value
-        projected_query = self.query_dense(query)
+        projected_query = self._positioned(
+            self.query_dense(query), getattr(self, "query_norm", None),
+            0 if cache_update_index is None else cache_update_index)
         projected_key, projected_value, cache = self._project_keys_and_values(
             key, value, cache, cache_update_index
         )
@@ -250,6 +298,11 @@ class MultiHeadAttention(keras.layers.Layer):
                 "bias_initializer": keras.initializers.serialize(
                     self.bias_initializer
                 ),
+                "output_kernel_initializer": (
+                    None if self.output_kernel_initializer is None
+                    else keras.initializers.serialize(self.output_kernel_initializer)),
+                "rotary_max_wavelength": self.rotary_max_wavelength,
+                "query_key_norm": self.query_key_norm,
             }
         )
         return config

@@ -31,6 +31,9 @@ class TransformerBlock(keras.layers.Layer):
         norm_first=False,
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
+        output_kernel_initializer=None,
+        rotary_max_wavelength=None,
+        query_key_norm=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -44,12 +47,17 @@ class TransformerBlock(keras.layers.Layer):
         self.norm_first = norm_first
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.output_kernel_initializer = (
+            None if output_kernel_initializer is None
+            else keras.initializers.get(output_kernel_initializer))
+        self.rotary_max_wavelength = rotary_max_wavelength
+        self.query_key_norm = query_key_norm
 
-    def _dense(self, units, name, activation=None):
+    def _dense(self, units, name, activation=None, kernel_initializer=None):
         return keras.layers.Dense(
             units,
             activation=activation,
-            kernel_initializer=clone_initializer(self.kernel_initializer),
+            kernel_initializer=clone_initializer(kernel_initializer or self.kernel_initializer),
             bias_initializer=clone_initializer(self.bias_initializer),
             dtype=self.dtype_policy,
             name=name,
@@ -107,14 +115,17 @@ class TransformerBlock(keras.layers.Layer):
         )
         self.feedforward_intermediate_dense.build(inputs_shape)
         self.feedforward_output_dense = self._dense(
-            hidden_dim, "feedforward_output_dense"
+            hidden_dim, "feedforward_output_dense",
+            kernel_initializer=self.output_kernel_initializer,
         )
         self.feedforward_output_dense.build(
             (*inputs_shape[:-1], self.intermediate_dim)
         )
         self.feedforward_dropout = self._dropout("feedforward_dropout")
 
-    def _attention(self, inputs_shape, name):
+    def _attention(self, inputs_shape, name, positions=False):
+        """The attention sublayer; `positions`: self-attention, which takes
+        the rotary embedding when the block has one."""
         hidden_dim = inputs_shape[-1]
         if hidden_dim % self.num_heads:
             raise ValueError(
@@ -128,6 +139,9 @@ class TransformerBlock(keras.layers.Layer):
             dropout=self.dropout if self.attention_dropout is None else self.attention_dropout,
             kernel_initializer=clone_initializer(self.kernel_initializer),
             bias_initializer=clone_initializer(self.bias_initializer),
+            output_kernel_initializer=self.output_kernel_initializer,
+            rotary_max_wavelength=self.rotary_max_wavelength if positions else None,
+            query_key_norm=self.query_key_norm,
             dtype=self.dtype_policy,
             name=name,
         )
@@ -149,6 +163,11 @@ class TransformerBlock(keras.layers.Layer):
                 "bias_initializer": keras.initializers.serialize(
                     self.bias_initializer
                 ),
+                "output_kernel_initializer": (
+                    None if self.output_kernel_initializer is None
+                    else keras.initializers.serialize(self.output_kernel_initializer)),
+                "rotary_max_wavelength": self.rotary_max_wavelength,
+                "query_key_norm": self.query_key_norm,
             }
         )
         return config

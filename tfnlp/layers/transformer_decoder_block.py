@@ -38,6 +38,12 @@ class TransformerDecoderBlock(TransformerBlock):
         norm_first: pre-LN instead of post-LN.
         kernel_initializer: initializer of the dense kernels.
         bias_initializer: initializer of the dense biases.
+        output_kernel_initializer: initializer of the kernels that write
+            into the residual stream (attention and feed-forward outputs),
+            if it differs ("zeros": the block starts as the identity).
+        rotary_max_wavelength: rotary position embeddings in
+            self-attention (see `MultiHeadAttention`); None for none.
+        query_key_norm: RMS-normalize queries and keys (QK-norm).
         **kwargs: standard `keras.layers.Layer` arguments.
 
     Call arguments:
@@ -90,7 +96,8 @@ class TransformerDecoderBlock(TransformerBlock):
     def build(self, decoder_sequence_shape, encoder_sequence_shape=None):
         # Built in the order of keras_hub.layers.TransformerDecoder, so the
         # two have the same `get_weights()` layout.
-        self.self_attention = self._attention(decoder_sequence_shape, "self_attention")
+        self.self_attention = self._attention(decoder_sequence_shape, "self_attention",
+                                              positions=True)
         self.self_attention.build(decoder_sequence_shape, decoder_sequence_shape)
         self.self_attention_layer_norm = self._layer_norm("self_attention_layer_norm")
         self.self_attention_layer_norm.build(decoder_sequence_shape)

@@ -39,6 +39,12 @@ class TransformerEncoderBlock(TransformerBlock):
         norm_first: pre-LN instead of post-LN.
         kernel_initializer: initializer of the dense kernels.
         bias_initializer: initializer of the dense biases.
+        output_kernel_initializer: initializer of the kernels that write
+            into the residual stream (attention and feed-forward outputs),
+            if it differs ("zeros": the block starts as the identity).
+        rotary_max_wavelength: rotary position embeddings in
+            self-attention (see `MultiHeadAttention`); None for none.
+        query_key_norm: RMS-normalize queries and keys (QK-norm).
         **kwargs: standard `keras.layers.Layer` arguments.
 
     Call arguments:
@@ -79,7 +85,7 @@ class TransformerEncoderBlock(TransformerBlock):
     def build(self, inputs_shape):
         # Built in the order of keras_hub.layers.TransformerEncoder, so the
         # two have the same `get_weights()` layout.
-        self.self_attention = self._attention(inputs_shape, "self_attention")
+        self.self_attention = self._attention(inputs_shape, "self_attention", positions=True)
         self.self_attention.build(inputs_shape, inputs_shape)
         self.self_attention_layer_norm = self._layer_norm("self_attention_layer_norm")
         self.self_attention_layer_norm.build(inputs_shape)
