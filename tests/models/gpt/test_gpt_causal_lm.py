@@ -157,3 +157,63 @@ def test_dropout_is_active_in_training_only():
     ids = token_ids()
     np.testing.assert_array_equal(to_numpy(model(ids)), to_numpy(model(ids)))
     assert np.abs(to_numpy(model(ids, training=True)) - to_numpy(model(ids))).max() > 1e-2
+
+
+SPEEDRUN_OPTIONS = dict(position_encoding="rotary", query_key_norm=True, activation="relu_squared",
+                        logit_soft_cap=15.0)
+
+
+def test_the_speedrun_options_pass_the_model_checks_and_cache(tmp_path):
+    model = sharp_model(**SPEEDRUN_OPTIONS)
+    config = model.get_config()
+    assert {name: config[name] for name in SPEEDRUN_OPTIONS} == SPEEDRUN_OPTIONS
+    assert model.backbone.position_embedding is None
+    assert not [v for v in model.weights if "position_embedding" in v.path]
+    assert [v for v in model.weights if "query_norm" in v.path]
+    ids = token_ids()
+    check_model(model, {"token_ids": ids, "padding_mask": np.ones((2, LENGTH), bool)},
+                tmp_path, jax=True, atol=1e-4)
+    cache = model.initial_cache(2, LENGTH + 4)
+    np.testing.assert_allclose(step_through(model, ids, cache, 0, model.decode_step),
+                               to_numpy(model(ids)), atol=CACHE_TOLERANCE, rtol=0)
+
+
+def test_rotary_positions_tell_the_order_of_earlier_tokens():
+    """Without positions, one block of causal attention reads tokens 0 to 2
+    as a set at position 2; rotary positions tell [a, b, c] from [b, a, c]."""
+    ids = token_ids(batch_size=1)
+    swapped = ids.copy()
+    swapped[:, [0, 1]] = swapped[:, [1, 0]]
+    rotary = sharp_model(position_encoding="rotary", num_layers=1)
+    change = np.abs(to_numpy(rotary(ids))[:, 2] - to_numpy(rotary(swapped))[:, 2]).max()
+    assert change > 1e-2
+    unpositioned = sharp_model(position_encoding="rotary", num_layers=1)
+    for block in unpositioned.backbone.transformer_layers:
+        block.self_attention.rotary = None
+    unpositioned.set_weights(rotary.get_weights())
+    np.testing.assert_allclose(to_numpy(unpositioned(ids))[:, 2],
+                               to_numpy(unpositioned(swapped))[:, 2], atol=1e-5)
+
+
+def test_zero_output_projections_start_every_block_as_the_identity():
+    model = sharp_model(zero_output_projections=True)
+    backbone = model.backbone
+    ids = token_ids()
+    tokens = backbone.token_embedding(ids)
+    expected = backbone.layer_norm(tokens + backbone.position_embedding(tokens))
+    np.testing.assert_allclose(to_numpy(backbone(ids)), to_numpy(expected), atol=1e-5)
+    assert np.abs(to_numpy(sharp_model()(ids)) - to_numpy(model(ids))).max() > 1e-2
+
+
+def test_logit_soft_cap_squashes_the_tied_projection():
+    capped, raw = sharp_model(logit_soft_cap=2.0), sharp_model()
+    ids = token_ids()
+    raw_logits = to_numpy(raw(ids))
+    assert np.abs(raw_logits).max() > 4.0
+    np.testing.assert_allclose(to_numpy(capped(ids)), 2.0 * np.tanh(raw_logits / 2.0),
+                               atol=1e-5)
+
+
+def test_an_unknown_position_is_refused():
+    with pytest.raises(ValueError, match="position_encoding must be one of learned, rotary"):
+        sharp_model(position_encoding="sinusoidal")

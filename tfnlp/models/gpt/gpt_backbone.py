@@ -32,6 +32,9 @@ GPT_PRESETS = {
 }
 
 
+POSITION_ENCODINGS = ("learned", "rotary")
+
+
 def split_inputs(inputs):
     """`(token_ids, padding_mask)` of token ids or of a dict of
     `token_ids` and, optionally, `padding_mask` (None when absent)."""
@@ -78,6 +81,12 @@ class GPTBackbone(PresetModel):
         activation: the feed-forward activation ("gelu_approximate" is
             GPT-2's; "gelu", "relu", ...).
         initializer_range: the standard deviation of the initial weights.
+        position_encoding: "learned" (GPT-2's table of position embeddings, added
+            to the token embeddings) or "rotary" (queries and keys turned
+            by their positions in every block; no table).
+        query_key_norm: RMS-normalize each head's queries and keys (QK-norm).
+        zero_output_projections: start the attention and feed-forward
+            output kernels at zero, so each block starts as the identity.
         dtype: the dtype policy of the layers (for example
             "mixed_bfloat16").
         **kwargs: standard `keras.Model` arguments.
@@ -109,6 +118,11 @@ class GPTBackbone(PresetModel):
           (GPT)
         - [Xiong et al., 2020. On Layer Normalization in the Transformer
           Architecture](https://arxiv.org/abs/2002.04745) (pre-LN)
+        - [Su et al., 2021. RoFormer](https://arxiv.org/abs/2104.09864)
+          (rotary positions)
+        - [Jordan et al., 2024. modded-nanogpt](
+          https://github.com/KellerJordan/modded-nanogpt) (QK-norm, ReLU²,
+          zero-initialized projections in the speedrun's records)
     """
 
     presets = GPT_PRESETS
@@ -126,9 +140,16 @@ class GPTBackbone(PresetModel):
         layer_norm_epsilon=1e-5,
         activation="gelu_approximate",
         initializer_range=0.02,
+        position_encoding="learned",
+        query_key_norm=False,
+        zero_output_projections=False,
         dtype=None,
         **kwargs,
     ):
+        if position_encoding not in POSITION_ENCODINGS:
+            raise ValueError(
+                f"position_encoding must be one of {', '.join(POSITION_ENCODINGS)}; "
+                f"received {position_encoding!r}.")
         super().__init__(dtype=dtype, **kwargs)
         self.vocabulary_size = vocabulary_size
         self.num_layers = num_layers
@@ -141,15 +162,20 @@ class GPTBackbone(PresetModel):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.activation = activation
         self.initializer_range = initializer_range
+        self.position_encoding = position_encoding
+        self.query_key_norm = query_key_norm
+        self.zero_output_projections = zero_output_projections
 
         policy = self.dtype_policy
         initializer = keras.initializers.RandomNormal(stddev=initializer_range)
         self.token_embedding = keras.layers.Embedding(
             vocabulary_size, hidden_dim, embeddings_initializer=initializer, dtype=policy,
             name="token_embedding")
-        self.position_embedding = PositionEmbedding(
-            max_sequence_length, initializer=initializer, dtype=policy,
-            name="position_embedding")
+        self.position_embedding = None
+        if position_encoding == "learned":
+            self.position_embedding = PositionEmbedding(
+                max_sequence_length, initializer=initializer, dtype=policy,
+                name="position_embedding")
         self.embeddings_dropout = Dropout(dropout, dtype=policy, name="embeddings_dropout")
         self.set_layer_stack("transformer_layer", [
             TransformerDecoderBlock(
@@ -161,6 +187,9 @@ class GPTBackbone(PresetModel):
                 layer_norm_epsilon=layer_norm_epsilon,
                 norm_first=True,
                 kernel_initializer=initializer,
+                output_kernel_initializer="zeros" if zero_output_projections else None,
+                rotary_max_wavelength=10000 if position_encoding == "rotary" else None,
+                query_key_norm=query_key_norm,
                 dtype=policy,
                 name=f"transformer_layer_{index}",
             )
@@ -191,7 +220,8 @@ class GPTBackbone(PresetModel):
         """Creates every variable (the shapes do not depend on the inputs)."""
         sequence_shape = (None, None, self.hidden_dim)
         self.token_embedding.build((None, None))
-        self.position_embedding.build(sequence_shape)
+        if self.position_embedding is not None:
+            self.position_embedding.build(sequence_shape)
         for block in self.transformer_layers:
             block.build(sequence_shape)
         self.layer_norm.build(sequence_shape)
@@ -210,8 +240,9 @@ class GPTBackbone(PresetModel):
             `(hidden_states, cache)`: `(batch, length, hidden_dim)`, and
             the updated cache (None without one).
         """
-        tokens = self.token_embedding(token_ids)
-        x = tokens + self.position_embedding(tokens, start_index=index)
+        x = self.token_embedding(token_ids)
+        if self.position_embedding is not None:
+            x = x + self.position_embedding(x, start_index=index)
         x = self.embeddings_dropout(x, training=training)
         if cache is None:
             for block in self.transformer_layers:

@@ -30,8 +30,12 @@ class GPTCausalLM(GenerativeModel):
     Args:
         vocabulary_size, num_layers, num_heads, hidden_dim,
         intermediate_dim, max_sequence_length, dropout, attention_dropout,
-        layer_norm_epsilon, activation, initializer_range: the backbone's
-            (see `GPTBackbone`).
+        layer_norm_epsilon, activation, initializer_range, position_encoding,
+        query_key_norm, zero_output_projections: the backbone's (see
+            `GPTBackbone`).
+        logit_soft_cap: squash the logits into `(-cap, cap)` with `cap *
+            tanh(logits / cap)` (Gemma 2's and the speedrun's soft-capping);
+            None for raw logits.
         end_token_id: the token that ends a generated sequence (GPT-2's
             `<|endoftext|>` is 50256); None for none, so that generation
             runs to `max_new_tokens`.
@@ -92,6 +96,10 @@ class GPTCausalLM(GenerativeModel):
         layer_norm_epsilon=1e-5,
         activation="gelu_approximate",
         initializer_range=0.02,
+        position_encoding="learned",
+        query_key_norm=False,
+        zero_output_projections=False,
+        logit_soft_cap=None,
         end_token_id=None,
         dtype=None,
         **kwargs,
@@ -109,12 +117,16 @@ class GPTCausalLM(GenerativeModel):
             layer_norm_epsilon=layer_norm_epsilon,
             activation=activation,
             initializer_range=initializer_range,
+            position_encoding=position_encoding,
+            query_key_norm=query_key_norm,
+            zero_output_projections=zero_output_projections,
             dtype=self.dtype_policy,
             name="backbone",
         )
         # The backbone's arguments are this model's too (its config).
         for name in constructor_argument_names(GPTBackbone):
             setattr(self, name, getattr(self.backbone, name))
+        self.logit_soft_cap = logit_soft_cap
         self.end_token_id = end_token_id
         self.built = True
 
@@ -142,9 +154,13 @@ class GPTCausalLM(GenerativeModel):
         return self.logits(self.backbone.forward(token_ids, padding_mask, training=training)[0])
 
     def logits(self, hidden_states):
-        """The tied output projection `h · Eᵀ`, in float32."""
+        """The tied output projection `h · Eᵀ`, in float32 (soft-capped
+        with `logit_soft_cap`)."""
         embeddings = ops.cast(self.backbone.token_embedding.embeddings, hidden_states.dtype)
-        return ops.cast(ops.matmul(hidden_states, ops.transpose(embeddings)), "float32")
+        logits = ops.cast(ops.matmul(hidden_states, ops.transpose(embeddings)), "float32")
+        if self.logit_soft_cap:
+            logits = self.logit_soft_cap * ops.tanh(logits / self.logit_soft_cap)
+        return logits
 
     # === Incremental decoding (the step contract of tfnlp.decoding) ===
 
