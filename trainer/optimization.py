@@ -21,7 +21,7 @@ import contextlib
 
 import keras
 
-OPTIMIZERS = ("adamw", "lamb")
+OPTIMIZERS = ("adamw", "lamb", "muon")
 # The --learning_rate_schedule choices.
 SCHEDULES = ("linear", "inverse_sqrt", "cosine")
 # The cosine schedule ends at this fraction of the peak rate (nanoGPT's
@@ -179,9 +179,12 @@ def create_optimizer(
     """An optimizer with its learning-rate schedule.
 
     Args:
-        name: "adamw" (`keras.optimizers.AdamW`) or "lamb"
+        name: "adamw" (`keras.optimizers.AdamW`), "lamb"
             (`keras.optimizers.Lamb`; its weight decay is Keras' decoupled
-            decay, applied outside the trust ratio).
+            decay, applied outside the trust ratio) or "muon"
+            (`keras.optimizers.Muon`: momentum orthogonalized by
+            Newton-Schulz for 2-D kernels, AdamW with the same rate for
+            embeddings and every other variable).
         learning_rate: the peak learning rate.
         train_steps: the step at which the rate reaches zero.
         warmup_steps: steps of linear warmup.
@@ -234,6 +237,11 @@ def create_optimizer(
         optimizer = keras.optimizers.AdamW(**arguments)
     elif name == "lamb":
         optimizer = keras.optimizers.Lamb(**arguments)
+    elif name == "muon":
+        optimizer = keras.optimizers.Muon(
+            learning_rate=rates, adam_beta_1=beta_1, adam_beta_2=beta_2, epsilon=epsilon,
+            weight_decay=arguments["weight_decay"], adam_weight_decay=arguments["weight_decay"],
+            **({"use_ema": True, "ema_momentum": ema_momentum} if ema_momentum else {}))
     else:
         raise ValueError(
             f"Unknown optimizer {name!r}. Choose one of: {', '.join(OPTIMIZERS)}."

@@ -233,8 +233,9 @@ def add_ema_flag(group):
 def add_optimizer_flags(group):
     """Adds `--optimizer` and `--weight_decay` (every trainer's)."""
     group.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw",
-                       help="adamw (Adam with decoupled weight decay) or lamb (its "
-                            "layer-wise trust ratio, for large batches).")
+                       help="adamw (Adam with decoupled weight decay), lamb (its "
+                            "layer-wise trust ratio, for large batches) or muon "
+                            "(orthogonalized momentum for 2-D kernels, AdamW for the rest).")
     group.add_argument("--weight_decay", type=float, default=0.01,
                        help="The decoupled weight-decay rate, LayerNorm and bias "
                             "variables excluded; 0 for none.")

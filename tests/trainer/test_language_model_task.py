@@ -81,3 +81,23 @@ def test_token_accuracy_counts_argmax_hits(table):
     batch = {"token_ids": tf.constant(windows)}
     sums = task.sums(batch, task.forward(batch))
     assert float(sums["correct"]) == float(np.argmax(table[1]) == 2)
+
+
+def test_model_option_flags_reach_the_model_and_default_to_the_config(tmp_path):
+    from trainer.tasks import language_model
+
+    base = ["--train_data=data/*", f"--model_dir={tmp_path}", "--train_steps=10"]
+    flags = language_model.parse_flags(base)
+    assert language_model._gpt_arguments(flags) == {"dropout": 0.1}
+    flags = language_model.parse_flags([
+        *base, "--position_encoding=rotary", "--query_key_norm", "--activation=relu_squared",
+        "--nozero_output_projections", "--logit_soft_cap=30"])
+    arguments = language_model._gpt_arguments(flags)
+    assert arguments == {"dropout": 0.1, "position_encoding": "rotary", "query_key_norm": True,
+                         "activation": "relu_squared", "zero_output_projections": False,
+                         "logit_soft_cap": 30.0}
+    model = language_model.GPTCausalLM.from_preset("tiny", **arguments)
+    assert model.backbone.transformer_layers[0].self_attention.rotary is not None
+    for wrong in ("--activation=squared", "--logit_soft_cap=0"):
+        with pytest.raises(SystemExit):
+            language_model.parse_flags([*base, wrong])

@@ -76,3 +76,28 @@ def test_no_weight_decay_is_accepted_by_every_optimizer(name):
     variable = keras.Variable([1.0, 2.0])
     optimizer.apply([keras.ops.convert_to_tensor([0.5, 0.5])], [variable])
     assert optimizer.iterations.numpy() == 1
+
+
+def test_muon_orthogonalizes_the_update_of_a_matrix_and_moves_every_weight():
+    """Muon turns a 2-D kernel's momentum into about an orthogonal matrix
+    (Newton-Schulz): its singular values come out near one another, closer
+    than AdamW's. Other weights take AdamW."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    # A gradient of singular values 1 ... 100.
+    left, _ = np.linalg.qr(rng.normal(size=(16, 16)))
+    right, _ = np.linalg.qr(rng.normal(size=(8, 8)))
+    gradient = (left[:, :8] * np.geomspace(1, 100, 8)) @ right.T
+    spreads = {}
+    for name in ("muon", "adamw"):
+        optimizer = create_optimizer(name, 0.01, train_steps=10, weight_decay=0.0)
+        kernel, bias = keras.Variable(np.zeros((16, 8), "float32")), keras.Variable([1.0, 2.0])
+        optimizer.apply([keras.ops.convert_to_tensor(gradient, "float32"),
+                         keras.ops.convert_to_tensor([0.5, 0.5])], [kernel, bias])
+        singular_values = np.linalg.svd(np.asarray(kernel), compute_uv=False)
+        spreads[name] = singular_values.max() / singular_values.min()
+        assert np.all(np.asarray(bias) < [1.0, 2.0])
+    # Measured: Muon 1.6, AdamW 4.2 (its first step is about the sign of
+    # the gradient), the gradient 100.
+    assert spreads["muon"] < 2.0 and spreads["adamw"] > 2 * spreads["muon"]

@@ -12,12 +12,14 @@ import os
 import keras
 import tensorflow as tf
 
-from tfnlp.command_line import ArgumentParser
+from tfnlp.command_line import ArgumentParser, add_boolean_flag
 from tfnlp.data import language_model_dataset, tfrecord_files
 from tfnlp.data.language_model_schema import record_sequence_length
 from tfnlp.export.language_model_signatures import LanguageModelSignatures
 from tfnlp.export.saved_model import write_next_version
+from tfnlp.layers import get_activation
 from tfnlp.models.gpt import GPTCausalLM
+from tfnlp.models.gpt.gpt_backbone import POSITION_ENCODINGS
 from tfnlp.text import load_language_model_tokenizer
 from tfnlp.visualization import markdown_table
 from trainer import run_files, runtime
@@ -54,6 +56,9 @@ RUN_KIND = NAMES[0]
 # The decoder families of `--model`.
 MODELS = {"gpt": GPTCausalLM}
 DATA_WRITER = "pipelines.lm_data"
+# The model's constructor arguments that flags of the same names set.
+MODEL_OPTIONS = ("position_encoding", "activation", "query_key_norm", "zero_output_projections",
+                 "logit_soft_cap")
 # The prompts whose continuations are logged at each evaluation.
 DEFAULT_SAMPLE_PROMPTS = ("\n", "The ", "ROMEO:")
 # The metrics the HParams tab compares runs by: (run, scalar name).
@@ -109,6 +114,22 @@ def language_model_parser():
     model.add_argument("--dropout", type=float, default=0.1,
                        help="Dropout of the embeddings, the attention weights and each "
                             "sublayer's output.")
+    model.add_argument("--position_encoding", choices=POSITION_ENCODINGS, default=None,
+                       help="learned (a table of positions added to the embeddings, "
+                            "GPT-2's) or rotary (queries and keys turned by their "
+                            "positions); default: the --config's.")
+    model.add_argument("--activation", default=None,
+                       help="The feed-forward activation (gelu_approximate, GPT-2's; "
+                            "relu_squared; gelu; relu); default: the --config's.")
+    add_boolean_flag(model, "query_key_norm", None,
+                     "RMS-normalize each head's queries and keys (QK-norm); default: "
+                     "the --config's.")
+    add_boolean_flag(model, "zero_output_projections", None,
+                     "Start the kernels that write into the residual stream at zero; "
+                     "default: the --config's.")
+    model.add_argument("--logit_soft_cap", type=float, default=None,
+                       help="Squash the logits into (-cap, cap) with cap * tanh(logits / "
+                            "cap); default: the --config's (none).")
 
     training = parser.add_argument_group("training")
     add_train_steps_flag(training, "Training steps, of --global_batch_size windows each.")
@@ -156,6 +177,13 @@ def parse_flags(argv=None):
         parser.error(f"--dropout must be in [0, 1), got {flags.dropout}.")
     if not 0 < flags.sample_top_p <= 1:
         parser.error(f"--sample_top_p must be in (0, 1], got {flags.sample_top_p}.")
+    if flags.logit_soft_cap is not None and flags.logit_soft_cap <= 0:
+        parser.error(f"--logit_soft_cap must be positive, got {flags.logit_soft_cap}.")
+    if flags.activation is not None:
+        try:
+            get_activation(flags.activation)
+        except ValueError as error:
+            parser.error(f"--activation={flags.activation}: {error}")
     if flags.sample_temperature <= 0:
         parser.error(f"--sample_temperature must be positive, got {flags.sample_temperature}.")
     return flags
@@ -178,8 +206,11 @@ def check_paths(flags):
 
 
 def _gpt_arguments(flags):
-    """The constructor arguments of the model that the flags set."""
-    return dict(dropout=flags.dropout)
+    """The constructor arguments of the model that the flags set (the
+    --config's where a flag is not given)."""
+    options = {name: getattr(flags, name) for name in MODEL_OPTIONS
+               if getattr(flags, name) is not None}
+    return dict(dropout=flags.dropout, **options)
 
 
 def data_sequence_length(files):
