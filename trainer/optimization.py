@@ -1,7 +1,8 @@
-"""The optimizers (AdamW or LAMB) and their learning-rate schedules.
+"""The optimizers (AdamW, LAMB or Muon) and their learning-rate schedules.
 
-The optimizers are Keras' own (`keras.optimizers.AdamW`, `keras.optimizers.Lamb`),
-with weight decay left off the LayerNorm and bias variables as in BERT. The
+The optimizers are Keras' own (`keras.optimizers.AdamW`, `keras.optimizers.Lamb`,
+and `keras.optimizers.Muon` taught the attention's 3-D kernels), with weight
+decay left off the LayerNorm and bias variables as in BERT. The
 schedule is BERT's: a linear warmup to the peak rate, then a linear decay to
 zero at the last step (`WarmupPolynomialDecay`; Keras has the decay,
 `keras.optimizers.schedules.PolynomialDecay`, but no linear warmup in front
@@ -18,6 +19,8 @@ clipping the gradient, and its accumulation keeps per-replica state that
 """
 
 import contextlib
+import math
+import re
 
 import keras
 
@@ -149,6 +152,63 @@ class InverseSquareRootDecay(keras.optimizers.schedules.LearningRateSchedule):
         }
 
 
+def matrix_shape(shape):
+    """The `(rows, columns)` of the matrix a kernel of `shape` stands for: its
+    leading axes are the rows and the rest the columns, split where the two
+    sides are nearest in size (`(hidden, heads, head_size)` gives
+    `(hidden, heads * head_size)`, `(heads, head_size, hidden)` gives
+    `(heads * head_size, hidden)`)."""
+    sizes = [int(size) for size in shape]
+    split = min(range(1, len(sizes)),
+                key=lambda k: abs(math.log(math.prod(sizes[:k]) / math.prod(sizes[k:]))))
+    return math.prod(sizes[:split]), math.prod(sizes[split:])
+
+
+@keras.saving.register_keras_serializable(package="tfnlp")
+class MatrixMuon(keras.optimizers.Muon):
+    """Keras' Muon, orthogonalizing every kernel of two or more axes as the
+    matrix it stands for (`matrix_shape`).
+
+    Keras' `Muon` gives AdamW to every variable that is not 2-D, which would
+    leave the attention's `EinsumDense` kernels (`(hidden, heads,
+    head_size)` for queries, keys and values, `(heads, head_size, hidden)` for
+    the output) to AdamW: this one reshapes their momentum to the matrix,
+    orthogonalizes it and scales it by that matrix's shape. Embeddings,
+    vectors, biases (the attention's are `(heads, head_size)`) and
+    `exclude_layers` take AdamW.
+
+    Args:
+        **kwargs: `keras.optimizers.Muon`'s arguments.
+
+    Example:
+
+    >>> optimizer = MatrixMuon(learning_rate=0.01)
+    >>> kernel = keras.Variable(keras.ops.zeros((8, 2, 4)))
+    >>> optimizer.apply([keras.random.normal((8, 2, 4), seed=1)], [kernel])
+    >>> optimizer.adam_velocities[0] is None  # the Muon step, not AdamW's
+    True
+
+    References:
+        - [Jordan et al., Muon](https://kellerjordan.github.io/posts/muon/)
+        - [Liu et al., 2025](https://arxiv.org/abs/2502.16982)
+    """
+
+    def _should_use_adamw(self, variable):
+        if len(variable.shape) < 2 or variable.name.endswith("bias"):
+            return True
+        if self.exclude_embeddings and "embedding" in variable.path.lower():
+            return True
+        return any(re.search(keyword, variable.path) for keyword in self.exclude_layers)
+
+    def zeropower_via_newtonschulz5(self, x, steps):
+        matrix = keras.ops.reshape(x, matrix_shape(x.shape))
+        return keras.ops.reshape(super().zeropower_via_newtonschulz5(matrix, steps), x.shape)
+
+    def lr_adjust(self, x):
+        matrix = keras.ops.reshape(x, matrix_shape(x.shape))
+        return keras.ops.reshape(super().lr_adjust(matrix), x.shape)
+
+
 def no_decay_variables(model):
     """The variables of `model` that get no weight decay (LayerNorm, biases).
 
@@ -182,9 +242,9 @@ def create_optimizer(
         name: "adamw" (`keras.optimizers.AdamW`), "lamb"
             (`keras.optimizers.Lamb`; its weight decay is Keras' decoupled
             decay, applied outside the trust ratio) or "muon"
-            (`keras.optimizers.Muon`: momentum orthogonalized by
-            Newton-Schulz for 2-D kernels, AdamW with the same rate for
-            embeddings and every other variable).
+            (`MatrixMuon`: momentum orthogonalized by Newton-Schulz for
+            every kernel, AdamW with the same rate for embeddings and
+            vectors).
         learning_rate: the peak learning rate.
         train_steps: the step at which the rate reaches zero.
         warmup_steps: steps of linear warmup.
@@ -238,7 +298,7 @@ def create_optimizer(
     elif name == "lamb":
         optimizer = keras.optimizers.Lamb(**arguments)
     elif name == "muon":
-        optimizer = keras.optimizers.Muon(
+        optimizer = MatrixMuon(
             learning_rate=rates, adam_beta_1=beta_1, adam_beta_2=beta_2, epsilon=epsilon,
             weight_decay=arguments["weight_decay"], adam_weight_decay=arguments["weight_decay"],
             **({"use_ema": True, "ema_momentum": ema_momentum} if ema_momentum else {}))

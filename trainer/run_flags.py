@@ -235,7 +235,7 @@ def add_optimizer_flags(group):
     group.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw",
                        help="adamw (Adam with decoupled weight decay), lamb (its "
                             "layer-wise trust ratio, for large batches) or muon "
-                            "(orthogonalized momentum for 2-D kernels, AdamW for the rest).")
+                            "(orthogonalized momentum for kernels, AdamW for the rest).")
     group.add_argument("--weight_decay", type=float, default=0.01,
                        help="The decoupled weight-decay rate, LayerNorm and bias "
                             "variables excluded; 0 for none.")
