@@ -91,13 +91,16 @@ def test_model_option_flags_reach_the_model_and_default_to_the_config(tmp_path):
     assert language_model._gpt_arguments(flags) == {"dropout": 0.1}
     flags = language_model.parse_flags([
         *base, "--position_encoding=rotary", "--query_key_norm", "--activation=relu_squared",
-        "--nozero_output_projections", "--logit_soft_cap=30"])
+        "--nozero_output_projections", "--embedding_shortcuts", "--notie_word_embeddings",
+        "--logit_soft_cap=30"])
     arguments = language_model._gpt_arguments(flags)
     assert arguments == {"dropout": 0.1, "position_encoding": "rotary", "query_key_norm": True,
                          "activation": "relu_squared", "zero_output_projections": False,
+                         "embedding_shortcuts": True, "tie_word_embeddings": False,
                          "logit_soft_cap": 30.0}
     model = language_model.GPTCausalLM.from_preset("tiny", **arguments)
     assert model.backbone.transformer_layers[0].self_attention.rotary is not None
+    assert model.output_embedding is not None and model.backbone.shortcut_weights is not None
     for wrong in ("--activation=squared", "--logit_soft_cap=0"):
         with pytest.raises(SystemExit):
             language_model.parse_flags([*base, wrong])

@@ -58,7 +58,7 @@ MODELS = {"gpt": GPTCausalLM}
 DATA_WRITER = "pipelines.lm_data"
 # The model's constructor arguments that flags of the same names set.
 MODEL_OPTIONS = ("position_encoding", "activation", "query_key_norm", "zero_output_projections",
-                 "logit_soft_cap")
+                 "embedding_shortcuts", "tie_word_embeddings", "logit_soft_cap")
 # The prompts whose continuations are logged at each evaluation.
 DEFAULT_SAMPLE_PROMPTS = ("\n", "The ", "ROMEO:")
 # The metrics the HParams tab compares runs by: (run, scalar name).
@@ -127,6 +127,13 @@ def language_model_parser():
     add_boolean_flag(model, "zero_output_projections", None,
                      "Start the kernels that write into the residual stream at zero; "
                      "default: the --config's.")
+    add_boolean_flag(model, "embedding_shortcuts", None,
+                     "Feed every block a learned mix of its input and the embeddings; "
+                     "default: the --config's.")
+    add_boolean_flag(model, "tie_word_embeddings", None,
+                     "Project to the vocabulary with the token embedding "
+                     "(--notie_word_embeddings: an output embedding of its own); "
+                     "default: the --config's (tied).")
     model.add_argument("--logit_soft_cap", type=float, default=None,
                        help="Squash the logits into (-cap, cap) with cap * tanh(logits / "
                             "cap); default: the --config's (none).")

@@ -160,7 +160,7 @@ def test_dropout_is_active_in_training_only():
 
 
 SPEEDRUN_OPTIONS = dict(position_encoding="rotary", query_key_norm=True, activation="relu_squared",
-                        logit_soft_cap=15.0)
+                        embedding_shortcuts=True, tie_word_embeddings=False, logit_soft_cap=15.0)
 
 
 def test_the_speedrun_options_pass_the_model_checks_and_cache(tmp_path):
@@ -203,6 +203,36 @@ def test_zero_output_projections_start_every_block_as_the_identity():
     expected = backbone.layer_norm(tokens + backbone.position_embedding(tokens))
     np.testing.assert_allclose(to_numpy(backbone(ids)), to_numpy(expected), atol=1e-5)
     assert np.abs(to_numpy(sharp_model()(ids)) - to_numpy(model(ids))).max() > 1e-2
+
+
+def test_embedding_shortcuts_feed_each_block_its_mix_of_input_and_embeddings():
+    """With (a, b) = (0, 1) every block reads the embeddings alone, so the
+    model is its last block on the embeddings; at the start (1, 0) it is the
+    model without shortcuts."""
+    model, plain = sharp_model(embedding_shortcuts=True), sharp_model()
+    backbone = model.backbone
+    ids = token_ids()
+    shortcut_free = [v for v in model.weights if "embedding_shortcuts" not in v.path]
+    assert [tuple(v.shape) for v in shortcut_free] == [tuple(v.shape) for v in plain.weights]
+    for mine, theirs in zip(shortcut_free, plain.weights):
+        mine.assign(theirs)
+    np.testing.assert_allclose(to_numpy(model(ids)), to_numpy(plain(ids)), atol=1e-5)
+    backbone.shortcut_weights.assign([[0.0, 1.0]] * backbone.num_layers)
+    tokens = backbone.token_embedding(ids)
+    embeddings = tokens + backbone.position_embedding(tokens)
+    expected = backbone.layer_norm(backbone.transformer_layers[-1](embeddings))
+    np.testing.assert_allclose(to_numpy(backbone(ids)), to_numpy(expected), atol=1e-5)
+    assert np.abs(to_numpy(model(ids)) - to_numpy(plain(ids))).max() > 1e-2
+
+
+def test_an_untied_model_projects_with_its_own_output_embedding():
+    model = sharp_model(tie_word_embeddings=False)
+    ids = token_ids()
+    np.testing.assert_array_equal(to_numpy(model(ids)), 0.0)  # zero at the start
+    table = np.random.default_rng(2).normal(size=(VOCABULARY, 64)).astype("float32")
+    model.output_embedding.embeddings.assign(table)
+    np.testing.assert_allclose(to_numpy(model(ids)), to_numpy(model.backbone(ids)) @ table.T,
+                               atol=1e-4)
 
 
 def test_logit_soft_cap_squashes_the_tied_projection():

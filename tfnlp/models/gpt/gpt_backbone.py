@@ -87,6 +87,9 @@ class GPTBackbone(PresetModel):
         query_key_norm: RMS-normalize each head's queries and keys (QK-norm).
         zero_output_projections: start the attention and feed-forward
             output kernels at zero, so each block starts as the identity.
+        embedding_shortcuts: feed every block `a·x + b·x₀`, its input `x`
+            mixed with the embeddings `x₀` by two learned scalars per block
+            (`a = 1`, `b = 0` at the start; the speedrun's "x0" skip).
         dtype: the dtype policy of the layers (for example
             "mixed_bfloat16").
         **kwargs: standard `keras.Model` arguments.
@@ -122,7 +125,8 @@ class GPTBackbone(PresetModel):
           (rotary positions)
         - [Jordan et al., 2024. modded-nanogpt](
           https://github.com/KellerJordan/modded-nanogpt) (QK-norm, ReLU²,
-          zero-initialized projections in the speedrun's records)
+          zero-initialized projections and embedding shortcuts in the
+          speedrun's records)
     """
 
     presets = GPT_PRESETS
@@ -143,6 +147,7 @@ class GPTBackbone(PresetModel):
         position_encoding="learned",
         query_key_norm=False,
         zero_output_projections=False,
+        embedding_shortcuts=False,
         dtype=None,
         **kwargs,
     ):
@@ -165,6 +170,7 @@ class GPTBackbone(PresetModel):
         self.position_encoding = position_encoding
         self.query_key_norm = query_key_norm
         self.zero_output_projections = zero_output_projections
+        self.embedding_shortcuts = embedding_shortcuts
 
         policy = self.dtype_policy
         initializer = keras.initializers.RandomNormal(stddev=initializer_range)
@@ -225,6 +231,13 @@ class GPTBackbone(PresetModel):
         for block in self.transformer_layers:
             block.build(sequence_shape)
         self.layer_norm.build(sequence_shape)
+        # A row (a, b) per block; an embedding by name, so Muon leaves it to AdamW.
+        self.shortcut_weights = None
+        if self.embedding_shortcuts:
+            self.shortcut_weights = self.add_weight(
+                shape=(self.num_layers, 2),
+                initializer=keras.initializers.Constant([[1.0, 0.0]] * self.num_layers),
+                name="embedding_shortcuts")
         self.built = True
 
     def call(self, inputs, training=None):
@@ -243,15 +256,17 @@ class GPTBackbone(PresetModel):
         x = self.token_embedding(token_ids)
         if self.position_embedding is not None:
             x = x + self.position_embedding(x, start_index=index)
-        x = self.embeddings_dropout(x, training=training)
+        x = embeddings = self.embeddings_dropout(x, training=training)
         if cache is None:
-            for block in self.transformer_layers:
+            for position, block in enumerate(self.transformer_layers):
+                x = self._shortcut(x, embeddings, position)
                 x = block(x, decoder_padding_mask=padding_mask, training=training)
             return self.layer_norm(x), None
         self_attention = []
-        for block, block_cache in zip(self.transformer_layers, cache["self_attention"]):
+        for position, (block, block_cache) in enumerate(
+                zip(self.transformer_layers, cache["self_attention"])):
             x, block_cache = block(
-                x,
+                self._shortcut(x, embeddings, position),
                 decoder_padding_mask=padding_mask,
                 self_attention_cache=block_cache,
                 self_attention_cache_update_index=index,
@@ -259,6 +274,14 @@ class GPTBackbone(PresetModel):
             )
             self_attention.append(block_cache)
         return self.layer_norm(x), {"self_attention": self_attention}
+
+    def _shortcut(self, x, embeddings, position):
+        """Block `position`'s input: `x`, or `a·x + b·x₀` with
+        `embedding_shortcuts`."""
+        if self.shortcut_weights is None:
+            return x
+        weights = ops.cast(self.shortcut_weights[position], x.dtype)
+        return weights[0] * x + weights[1] * embeddings
 
     def initial_cache(self, batch_size, max_length):
         """An empty key/value cache for `batch_size` sequences of up to

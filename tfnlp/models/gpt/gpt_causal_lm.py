@@ -1,4 +1,4 @@
-"""The GPT language model: the backbone and the tied output embedding."""
+"""The GPT language model: the backbone and the output embedding."""
 
 import keras
 import numpy as np
@@ -17,7 +17,8 @@ class GPTCausalLM(GenerativeModel):
     A `GPTBackbone` (built from the same arguments, as `self.backbone`)
     gives the final hidden states, and the token embedding, transposed,
     projects them to the vocabulary: `logits = h · Eᵀ`, one matrix for the
-    input and the output embedding (as GPT-2, without a bias).
+    input and the output embedding (as GPT-2, without a bias), or, with
+    `tie_word_embeddings=False`, an output embedding of its own.
 
     For `tfnlp.decoding`, the model caches the keys and values of every
     block: `initial_cache(batch_size, max_length)` makes an empty cache,
@@ -31,8 +32,11 @@ class GPTCausalLM(GenerativeModel):
         vocabulary_size, num_layers, num_heads, hidden_dim,
         intermediate_dim, max_sequence_length, dropout, attention_dropout,
         layer_norm_epsilon, activation, initializer_range, position_encoding,
-        query_key_norm, zero_output_projections: the backbone's (see
-            `GPTBackbone`).
+        query_key_norm, zero_output_projections, embedding_shortcuts: the
+            backbone's (see `GPTBackbone`).
+        tie_word_embeddings: project to the vocabulary with the token
+            embedding (GPT-2's); False for an output embedding of its own
+            (`output_embedding`, zero at the start as in the speedrun).
         logit_soft_cap: squash the logits into `(-cap, cap)` with `cap *
             tanh(logits / cap)` (Gemma 2's and the speedrun's soft-capping);
             None for raw logits.
@@ -99,6 +103,8 @@ class GPTCausalLM(GenerativeModel):
         position_encoding="learned",
         query_key_norm=False,
         zero_output_projections=False,
+        embedding_shortcuts=False,
+        tie_word_embeddings=True,
         logit_soft_cap=None,
         end_token_id=None,
         dtype=None,
@@ -120,12 +126,20 @@ class GPTCausalLM(GenerativeModel):
             position_encoding=position_encoding,
             query_key_norm=query_key_norm,
             zero_output_projections=zero_output_projections,
+            embedding_shortcuts=embedding_shortcuts,
             dtype=self.dtype_policy,
             name="backbone",
         )
         # The backbone's arguments are this model's too (its config).
         for name in constructor_argument_names(GPTBackbone):
             setattr(self, name, getattr(self.backbone, name))
+        self.tie_word_embeddings = tie_word_embeddings
+        self.output_embedding = None
+        if not tie_word_embeddings:
+            self.output_embedding = keras.layers.Embedding(
+                vocabulary_size, hidden_dim, embeddings_initializer="zeros",
+                dtype=self.dtype_policy, name="output_embedding")
+            self.output_embedding.build((None, None))
         self.logit_soft_cap = logit_soft_cap
         self.end_token_id = end_token_id
         self.built = True
@@ -154,9 +168,12 @@ class GPTCausalLM(GenerativeModel):
         return self.logits(self.backbone.forward(token_ids, padding_mask, training=training)[0])
 
     def logits(self, hidden_states):
-        """The tied output projection `h · Eᵀ`, in float32 (soft-capped
-        with `logit_soft_cap`)."""
-        embeddings = ops.cast(self.backbone.token_embedding.embeddings, hidden_states.dtype)
+        """The output projection `h · Eᵀ`, in float32 (soft-capped with
+        `logit_soft_cap`)."""
+        table = self.output_embedding
+        if table is None:
+            table = self.backbone.token_embedding
+        embeddings = ops.cast(table.embeddings, hidden_states.dtype)
         logits = ops.cast(ops.matmul(hidden_states, ops.transpose(embeddings)), "float32")
         if self.logit_soft_cap:
             logits = self.logit_soft_cap * ops.tanh(logits / self.logit_soft_cap)
