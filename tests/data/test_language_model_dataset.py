@@ -136,3 +136,52 @@ def test_bad_arguments_are_refused(tmp_path, arguments, message):
     settings = {"batch_size": 1, "sequence_length": SEQUENCE_LENGTH, **arguments}
     with pytest.raises(ValueError, match=message):
         language_model_dataset(str(tmp_path / "train-*"), **settings)
+
+
+def test_random_windows_are_slices_at_offsets_drawn_anew_each_epoch(tmp_path):
+    write_shards(tmp_path)
+    pattern = str(tmp_path / "train-*")
+
+    def offsets(seed):
+        dataset = language_model_dataset(pattern, 1, SEQUENCE_LENGTH, seed=seed, repeat=2,
+                                          window_length=1)
+        drawn = []
+        for batch in dataset:
+            row = batch["token_ids"].numpy()[0]
+            index, offset = divmod(int(row[0]), 100)
+            assert row.tolist() == window(index)[0][offset:offset + 2]
+            assert batch["character_count"].numpy()[0] == round((10 + index) / 5)
+            drawn.append((index, offset))
+        return drawn
+
+    first = offsets(5)
+    assert offsets(5) == first
+    assert sorted(index for index, _ in first) == sorted(list(range(RECORDS)) * 2)
+    assert {offset for _, offset in first} == {0, 1, 2, 3, 4}
+    by_epoch = [dict(first[:RECORDS]), dict(first[RECORDS:])]
+    assert by_epoch[0] != by_epoch[1]
+
+
+def test_consecutive_windows_are_the_records_the_job_writes_shorter(tmp_path):
+    """Records of 6 ids cut into windows of 2 predicted ids: [0:3], [2:5], [4:7]
+    of each record, as pipelines.lm_data --sequence_length=2 cuts the stream."""
+    stream = list(range(1, 3 * 6 + 2))
+    path = tmp_path / "train-00000-of-00001.tfrecord"
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for start in range(0, 18, 6):
+            writer.write(schema.serialize_record(stream[start:start + 7], 6))
+    dataset = language_model_dataset(str(path), 2, 6, shuffle=False, drop_remainder=False,
+                                     window_length=2)
+    windows = [row.tolist() for batch in dataset for row in batch["token_ids"].numpy()]
+    assert windows == [stream[start:start + 3] for start in range(0, 18, 2)]
+    counts = [int(count) for batch in dataset for count in batch["character_count"].numpy()]
+    assert sum(counts) == 18 and counts[:3] == [6, 0, 0]
+
+
+@pytest.mark.parametrize("window_length", [0, 2, 6])
+def test_a_window_length_that_does_not_divide_the_records_is_refused(tmp_path,
+                                                                      window_length):
+    write_shards(tmp_path)
+    with pytest.raises(ValueError, match=f"window_length={window_length} must divide"):
+        language_model_dataset(str(tmp_path / "train-*"), 1, SEQUENCE_LENGTH,
+                               window_length=window_length)
