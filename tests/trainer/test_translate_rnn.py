@@ -63,14 +63,15 @@ def test_the_export_scores_the_logged_bleu_with_stock_ops(rnn_run, data):
     assert op_types - text_ops <= set(dir(tf.raw_ops)), sorted(op_types - set(dir(tf.raw_ops)))
 
 
-@pytest.mark.parametrize("flag", ["--norm_first", "--alignment_heads=each"])
+@pytest.mark.parametrize("flag", ["--norm_first", "--alignment_heads=each",
+                                  "--attention_dropout=0.1"])
 def test_transformer_flags_are_refused_for_the_rnn_model(flag, data, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         parse_flags(trainer_flags(data, str(tmp_path / "run"), "--model=rnn", flag,
                                   config="tiny"))
     assert exit_info.value.code == 2
-    assert ("--norm_first, --position_encoding and --alignment_heads are Transformer flags"
-            in capsys.readouterr().err)
+    assert ("--norm_first, --position_encoding, --attention_dropout and --alignment_heads "
+            "are Transformer flags" in capsys.readouterr().err)
 
 
 def test_a_run_config_without_a_class_name_loads_as_a_transformer(tmp_path):

@@ -142,14 +142,15 @@ def test_the_transformer_has_positions_for_max_length_and_at_least_256(
     flags = parse_flags(["--train_data=shards-*", f"--model_dir={tmp_path / 'run'}",
                          "--train_steps=1", f"--config={config}", f"--max_length={max_length}",
                          f"--max_tokens_per_batch={max_length}", "--dropout=0.25",
-                         "--norm_first", "--position_encoding=learned"])
+                         "--norm_first", "--position_encoding=learned",
+                         "--attention_dropout=0.05"])
     model = build_translation_model(flags, vocabulary_size=40)
     assert type(model) is TransformerSeq2Seq
     config = model.get_config()
     assert {name: config[name] for name in TINY_SIZES} == TINY_SIZES
     assert (config["vocabulary_size"], config["max_sequence_length"], config["dropout"],
-            config["norm_first"], config["position_encoding"]) == (
-        40, positions, 0.25, True, "learned")
+            config["attention_dropout"], config["norm_first"], config["position_encoding"]) == (
+        40, positions, 0.25, 0.05, True, "learned")
 
 
 def test_the_rnn_model_takes_its_preset_and_the_attention_flag(tmp_path):

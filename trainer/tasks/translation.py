@@ -161,6 +161,9 @@ def translation_parser():
     model.add_argument("--dropout", type=float, default=0.3,
                        help="Dropout of embeddings, attention and sublayers (rnn: "
                             "embeddings, between layers and the attentional state).")
+    model.add_argument("--attention_dropout", type=float, default=None,
+                       help="Dropout of the Transformer's attention weights (default: "
+                            "--dropout; fairseq's --attention-dropout, 0 by default there).")
     add_boolean_flag(model, "norm_first", False,
                      "Pre-LN blocks instead of post-LN (transformer only).")
     model.add_argument("--position_encoding", choices=("sinusoidal", "learned"),
@@ -215,11 +218,16 @@ def parse_flags(argv=None):
         parser.error(f"--learning_rate must be positive, got {flags.learning_rate}.")
     if not 0 <= flags.label_smoothing < 1:
         parser.error(f"--label_smoothing must be in [0, 1), got {flags.label_smoothing}.")
+    for name in ("dropout", "attention_dropout"):
+        value = getattr(flags, name)
+        if value is not None and not 0 <= value < 1:
+            parser.error(f"--{name} must be in [0, 1), got {value}.")
     if flags.model == "rnn" and (flags.norm_first or flags.position_encoding != "sinusoidal"
-                                 or flags.alignment_heads != "mean"):
-        parser.error("--norm_first, --position_encoding and --alignment_heads are "
-                     "Transformer flags; the rnn model has one attention and neither of the "
-                     "others. Leave them out, or use --model=transformer.")
+                                 or flags.alignment_heads != "mean"
+                                 or flags.attention_dropout is not None):
+        parser.error("--norm_first, --position_encoding, --attention_dropout and "
+                     "--alignment_heads are Transformer flags: leave them out, or use "
+                     "--model=transformer.")
     return flags
 
 
@@ -274,7 +282,8 @@ def check_paths(flags):
 
 
 def _transformer_arguments(flags):
-    return dict(dropout=flags.dropout, norm_first=flags.norm_first,
+    return dict(dropout=flags.dropout, attention_dropout=flags.attention_dropout,
+                norm_first=flags.norm_first,
                 position_encoding=flags.position_encoding,
                 max_sequence_length=max(flags.max_length, 256))
 
