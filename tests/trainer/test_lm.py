@@ -11,7 +11,6 @@ import pytest
 from tests.conftest import REPOSITORY
 from tests.serve.client import call
 from tests.trainer import helpers
-from tfnlp.command_line import UsageError
 from tfnlp.serve.http_server import start_server
 from tfnlp.serve.model_store import ModelStore
 
@@ -142,26 +141,6 @@ def test_a_resumed_run_goes_on_from_its_last_checkpoint(data_dir, run_dir, tmp_p
     assert f"resuming from step {STEPS}" in output
     steps = [record["step"] for record in helpers.train_log(copy)]
     assert steps[-5:] == list(range(STEPS + 1, STEPS + 6))
-
-
-def test_a_shorter_sequence_length_reads_windows_of_the_records(data_dir, tmp_path):
-    """Records of 32 ids, a model of 16 positions: training predicts 16 ids a
-    window, evaluation every id of every record with its characters."""
-    config = tmp_path / "gpt.json"
-    config.write_text(json.dumps({"vocabulary_size": 256, "num_layers": 1, "num_heads": 2,
-                                  "hidden_dim": 32, "max_sequence_length": 16}))
-    short = lm_flags(data_dir, tmp_path / "run", config=config, train_steps=6,
-                     eval_every_steps=0, sample_prompts="")
-    with pytest.raises(UsageError, match="sequence_length=32 is longer"):
-        helpers.run_here(short, module="trainer.lm")
-    helpers.run_here([*short, "--sequence_length=16"], module="trainer.lm")
-    assert {record["target_tokens"] for record in helpers.train_log(tmp_path / "run")} == {
-        16 * 16}
-    evaluation = eval_log(tmp_path / "run")[-1]
-    assert evaluation["bits_per_character"] == pytest.approx(
-        evaluation["loss"] / math.log(2), rel=1e-6)
-    with pytest.raises(UsageError, match="--sequence_length=12 does not divide"):
-        helpers.run_here([*short, "--sequence_length=12"], module="trainer.lm")
 
 
 def test_the_export_serves_completions_and_scores_with_limits(run_dir):

@@ -12,9 +12,7 @@
   `count_long_pairs` counts the pairs training would skip.
 - `language_model_schema`: the causal language-model record (`token_ids`,
   `character_count`): `serialize_record`, `feature_spec`, `parse_examples`;
-  `language_model_reader`: `language_model_dataset` reads those shards,
-  whole or cut into shorter windows (`random_windows`,
-  `consecutive_windows`).
+  `language_model_reader`: `language_model_dataset` reads those shards.
 - `distillation_schema`: the distillation record (`text`,
   `teacher_logits`, `label`, `origin`); `distillation_reader`:
   `distillation_dataset` reads those shards (optionally only the records

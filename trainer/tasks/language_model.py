@@ -12,7 +12,7 @@ import os
 import keras
 import tensorflow as tf
 
-from tfnlp.command_line import ArgumentParser, UsageError, add_boolean_flag
+from tfnlp.command_line import ArgumentParser, add_boolean_flag
 from tfnlp.data import language_model_dataset, tfrecord_files
 from tfnlp.data.language_model_schema import record_sequence_length
 from tfnlp.export.language_model_signatures import LanguageModelSignatures
@@ -102,12 +102,6 @@ def language_model_parser():
     data.add_argument("--tokenizer_dir", default="",
                       help="Where the data job wrote its tokenizer (default: the folder "
                            "of the first training shard).")
-    data.add_argument("--sequence_length", type=int, default=None,
-                      help="The tokens the model reads at once (default: the data's "
-                           "sequence length). Shorter, a divisor of the data's: training "
-                           "reads one window at a random offset of each record, drawn "
-                           "anew each epoch, and evaluation each record's consecutive "
-                           "windows.")
     add_global_batch_size_flag(data, "Windows of sequence_length + 1 tokens", default=64)
     add_shuffle_buffer_flag(data, "Windows")
     add_seed_flag(data)
@@ -186,8 +180,6 @@ def parse_flags(argv=None):
     )
     if flags.learning_rate <= 0:
         parser.error(f"--learning_rate must be positive, got {flags.learning_rate}.")
-    if flags.sequence_length is not None and flags.sequence_length < 1:
-        parser.error(f"--sequence_length must be positive, got {flags.sequence_length}.")
     if not 0 <= flags.dropout < 1:
         parser.error(f"--dropout must be in [0, 1), got {flags.dropout}.")
     if not 0 < flags.sample_top_p <= 1:
@@ -239,37 +231,22 @@ def data_sequence_length(files):
     return record_sequence_length(first[1])
 
 
-def model_sequence_length(flags, data_length):
-    """The tokens the model reads at once: `--sequence_length`, a divisor of
-    the data's `data_length`, or the data's."""
-    if flags.sequence_length is None:
-        return data_length
-    if data_length % flags.sequence_length:
-        raise UsageError(
-            f"--sequence_length={flags.sequence_length} does not divide the data's sequence "
-            f"length, {data_length}: pass a divisor of it (such as {data_length // 2 or 1}), "
-            f"or write the data again with {DATA_WRITER} --sequence_length=LENGTH.")
-    return flags.sequence_length
-
-
-def dataset_function(files, flags, data_length, training, seed=None):
+def dataset_function(files, flags, sequence_length, training, seed=None):
     """The `distribute_datasets_from_function` input function: training
     batches repeat forever, shuffled; evaluation batches read each window
-    once, in order (the last batch may be short on one replica). The
-    records hold `data_length + 1` ids; the windows, `--sequence_length + 1`."""
+    once, in order (the last batch may be short on one replica)."""
 
     def dataset_fn(input_context):
         return language_model_dataset(
             files,
             batch_size=input_context.get_per_replica_batch_size(flags.global_batch_size),
-            sequence_length=data_length,
+            sequence_length=sequence_length,
             shuffle=training,
             shuffle_buffer=flags.shuffle_buffer,
             seed=flags.seed if seed is None else seed,
             repeat=training,
             drop_remainder=training or input_context.num_replicas_in_sync > 1,
             input_context=input_context,
-            window_length=flags.sequence_length,
         )
 
     return dataset_fn
@@ -305,12 +282,12 @@ class SampleWriter:
         writers.text(writers.eval, {"samples": markdown_table(SAMPLE_COLUMNS, rows)}, step)
 
 
-def make_evaluator(loop, run, eval_files, flags, data_length, step, writers, best,
+def make_evaluator(loop, run, eval_files, flags, sequence_length, step, writers, best,
                    best_model, samples):
     """The evaluation of the host loop: the task's figures over every
     validation window, the best checkpoint kept, sampled text logged."""
     eval_dataset = run.strategy.distribute_datasets_from_function(
-        dataset_function(eval_files, flags, data_length, training=False))
+        dataset_function(eval_files, flags, sequence_length, training=False))
     steps = evaluation_steps(eval_files, flags, run.replicas)
 
     def evaluator():
@@ -488,17 +465,12 @@ def build_training(flags, run):
     train_files = match_data_files("--train_data", flags.train_data, DATA_WRITER)
     eval_files = (match_data_files("--eval_data", flags.eval_data, DATA_WRITER)
                   if flags.eval_data else [])
-    data_length = data_sequence_length(train_files)
-    sequence_length = model_sequence_length(flags, data_length)
+    sequence_length = data_sequence_length(train_files)
     tokenizer_dir = flags.tokenizer_dir or os.path.dirname(train_files[0])
     tokenizer = load_language_model_tokenizer(tokenizer_dir)
     model = model_from_config_flag(MODELS[flags.model], flags.config, **_gpt_arguments(flags),
                                    vocabulary_size=tokenizer.vocabulary_size)
-    try:
-        model.check_positions(sequence_length, "The data's sequence_length"
-                              if flags.sequence_length is None else "--sequence_length")
-    except ValueError as error:
-        raise UsageError(str(error)) from None
+    model.check_positions(sequence_length, "The data's sequence_length")
     model(tf.zeros([1, sequence_length], tf.int32))  # Every variable exists before restoring.
     optimizer = optimizer_from_flags(
         flags, model, beta_2=flags.adam_beta_2, schedule=flags.learning_rate_schedule)
@@ -513,7 +485,7 @@ def build_training(flags, run):
                                flags.sample_temperature, flags.sample_top_p, flags.seed)
 
     def evaluator(loop, writers, step):
-        return make_evaluator(loop, run, eval_files, flags, data_length, step, writers,
+        return make_evaluator(loop, run, eval_files, flags, sequence_length, step, writers,
                               best, best_model, samples)
 
     def export(run):
@@ -526,7 +498,7 @@ def build_training(flags, run):
         model=model,
         optimizer=optimizer,
         task=LanguageModelTask(model),
-        dataset_function=lambda seed: dataset_function(train_files, flags, data_length,
+        dataset_function=lambda seed: dataset_function(train_files, flags, sequence_length,
                                                        training=True, seed=seed),
         config=run_config(model),
         serving_record=record,
