@@ -297,6 +297,15 @@ def check_counts(parser, flags, positive=(), non_negative=()):
             parser.error(f"--{name} must not be negative, got {getattr(flags, name)}.")
 
 
+def check_rates(parser, flags, names):
+    """Exits through `parser.error` unless each flag in `names` that is set
+    (not None) is in [0, 1): dropout and label-smoothing rates."""
+    for name in names:
+        value = getattr(flags, name)
+        if value is not None and not 0 <= value < 1:
+            parser.error(f"--{name} must be in [0, 1), got {value}.")
+
+
 def check_config_flag(config, presets, file_description):
     """Raises `UsageError` unless `--config` is a preset or a file that can
     be read.

@@ -291,3 +291,12 @@ def test_translate_lines_puts_each_translation_on_its_source_line(batch_size):
         min(batch_size, 4 - start) for start in range(0, 4, batch_size)]
     lengths = [len(line) for batch in batches for line in batch]
     assert lengths == sorted(lengths)  # batches of sentences of similar length
+
+
+@pytest.mark.parametrize("flag", ["--dropout=1", "--attention_dropout=-0.1",
+                                  "--label_smoothing=1.5"])
+def test_rates_outside_zero_to_one_are_refused(flag, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        parse_flags(["--train_data=shards-*", f"--model_dir={tmp_path / 'run'}",
+                     "--train_steps=1", flag])
+    assert f"{flag.split('=')[0]} must be in [0, 1)" in capsys.readouterr().err

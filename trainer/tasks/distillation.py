@@ -64,6 +64,7 @@ from trainer.run_flags import (
     add_train_steps_flag,
     check_config_flag,
     check_counts,
+    check_rates,
     check_output_flags,
     check_tfrecord_flag,
     match_data_files,
@@ -265,8 +266,7 @@ def parse_flags(argv=None):
     if not 0 <= flags.alpha <= 1:
         parser.error(f"--alpha, the weight of the teacher term, must be in [0, 1]; got "
                      f"{flags.alpha}.")
-    if flags.dropout is not None and not 0 <= flags.dropout < 1:
-        parser.error(f"--dropout must be in [0, 1), got {flags.dropout}.")
+    check_rates(parser, flags, ("dropout",))
     if flags.student == "bert":
         if not flags.teacher:
             parser.error("--student=bert starts from the teacher's layers and vocabulary: "

@@ -40,6 +40,7 @@ from trainer.run_flags import (
     add_train_steps_flag,
     check_config_flag,
     check_counts,
+    check_rates,
     check_run_flags,
     match_data_files,
     model_from_config_flag,
@@ -180,8 +181,7 @@ def parse_flags(argv=None):
     )
     if flags.learning_rate <= 0:
         parser.error(f"--learning_rate must be positive, got {flags.learning_rate}.")
-    if not 0 <= flags.dropout < 1:
-        parser.error(f"--dropout must be in [0, 1), got {flags.dropout}.")
+    check_rates(parser, flags, ("dropout",))
     if not 0 < flags.sample_top_p <= 1:
         parser.error(f"--sample_top_p must be in (0, 1], got {flags.sample_top_p}.")
     if flags.logit_soft_cap is not None and flags.logit_soft_cap <= 0:

@@ -52,6 +52,7 @@ from trainer.run_flags import (
     add_train_steps_flag,
     check_config_flag,
     check_counts,
+    check_rates,
     check_run_flags,
     match_data_files,
     model_from_config_flag,
@@ -216,12 +217,7 @@ def parse_flags(argv=None):
     check_decoding_flags(parser, flags)
     if flags.learning_rate <= 0:
         parser.error(f"--learning_rate must be positive, got {flags.learning_rate}.")
-    if not 0 <= flags.label_smoothing < 1:
-        parser.error(f"--label_smoothing must be in [0, 1), got {flags.label_smoothing}.")
-    for name in ("dropout", "attention_dropout"):
-        value = getattr(flags, name)
-        if value is not None and not 0 <= value < 1:
-            parser.error(f"--{name} must be in [0, 1), got {value}.")
+    check_rates(parser, flags, ("label_smoothing", "dropout", "attention_dropout"))
     if flags.model == "rnn" and (flags.norm_first or flags.position_encoding != "sinusoidal"
                                  or flags.alignment_heads != "mean"
                                  or flags.attention_dropout is not None):
